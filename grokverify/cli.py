@@ -1,0 +1,148 @@
+"""Command line: `grokverify run | validate | schema`.
+
+Exit codes: 0 success, 1 a run that could not complete (cluster unreachable, missing
+resources, store unwritable), 2 a bad claim or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from grokverify.verdict import format_ci, format_number
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+_VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "PARTIAL": "bold yellow",
+                  "INCONCLUSIVE": "bold yellow"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grokverify", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train what is missing, apply the criterion, write reports")
+    run.add_argument("claims", nargs="+", type=Path, help="claim YAML files")
+    run.add_argument("--scale", default="quick", help="scale to run (default: quick)")
+    run.add_argument("--seeds", type=int, default=None, help="override the seed count")
+    run.add_argument("--store", type=Path, default=Path(".grokverify/store"),
+                     help="result store directory (default: .grokverify/store)")
+    run.add_argument("--reports", type=Path, default=Path("reports"),
+                     help="reports directory (default: reports)")
+    run.add_argument("--executor", choices=["ray", "local"], default="ray",
+                     help="ray (default; local Ray started on the fly) or local (in-process)")
+    run.add_argument("--address", default=None,
+                     help="existing Ray cluster (host:port or ray://host:port)")
+    run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    run.add_argument("--chunk-size", type=int, default=16, help="seeds per trial (default 16)")
+    run.add_argument("--cpus-per-task", type=int, default=1)
+    run.add_argument("--gpus-per-task", type=float, default=1.0)
+
+    val = sub.add_parser("validate", help="check claim files without running them")
+    val.add_argument("claims", nargs="+", type=Path)
+
+    sub.add_parser("schema", help="print the JSON Schema of a claim file")
+    return p
+
+
+def _summary_table(run) -> Table:  # noqa: ANN001
+    res = run.result
+    table = Table(title=f"{run.loaded.claim.id} — scale {run.scale}"
+                        + ("" if run.loaded.claim.scales[run.scale].paper_setting
+                           else " (NOT the paper's setting)"))
+    for col in ("arm", "seeds", "events", "censored", "excluded", "KM median",
+                f"{res.ci_level * 100:g}% CI"):
+        table.add_column(col)
+    for arm in res.arms:
+        excluded = sum(arm.excluded.values())
+        table.add_row(arm.name, str(arm.n + excluded), str(arm.events), str(arm.censored),
+                      str(excluded), format_number(arm.median), format_ci(arm.median_ci))
+    return table
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.execute import ExecutionError
+    from grokverify.pipeline import RunOptions, run_claims
+    from grokverify.spec import load_claim
+
+    if args.seeds is not None and args.seeds < 1:
+        console.print("[red]--seeds must be >= 1[/red]")
+        return EXIT_BAD_INPUT
+    if args.chunk_size < 1:
+        console.print("[red]--chunk-size must be >= 1[/red]")
+        return EXIT_BAD_INPUT
+    claims = [load_claim(path) for path in args.claims]
+    opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
+                      executor=args.executor, address=args.address, device=args.device,
+                      chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
+                      gpus_per_task=args.gpus_per_task)
+    try:
+        runs = run_claims(claims, opts, console)
+    except ExecutionError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return EXIT_RUN_FAILED
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}")
+        return EXIT_RUN_FAILED
+    for run in runs:
+        res = run.result
+        console.print(_summary_table(run))
+        style = _VERDICT_STYLE[res.verdict.value]
+        console.print(f"[{style}]{res.verdict.value}[/{style}]  {res.effect_label} = "
+                      f"{format_number(res.estimate)}, {res.ci_level * 100:g}% CI "
+                      f"{format_ci(res.ci)}, log-rank p = "
+                      f"{format_number(res.p_value) if res.p_value is not None else '—'}")
+        console.print(f"  {res.reason}")
+        console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
+                      f"report: {run.report_dir / 'report.md'}")
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.spec import load_claim
+    from grokverify.yamlio import SpecError
+
+    failed = False
+    for path in args.claims:
+        try:
+            loaded = load_claim(path)
+        except SpecError as exc:
+            failed = True
+            print(str(exc), file=sys.stderr)
+            continue
+        arms, scales = len(loaded.claim.arms), ", ".join(loaded.claim.scales)
+        console.print(f"[green]ok[/green] {path}: {loaded.claim.id} ({arms} arms; scales {scales})")
+    return EXIT_BAD_INPUT if failed else EXIT_OK
+
+
+def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.spec import Claim
+
+    print(json.dumps(Claim.model_json_schema(), indent=2))
+    return EXIT_OK
+
+
+_COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from grokverify.yamlio import SpecError
+
+    args = _parser().parse_args(argv)
+    console = Console(stderr=False)
+    try:
+        return _COMMANDS[args.command](args, console)
+    except SpecError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted; finished chunks are in the store", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Executors: run trials in-process or as Ray tasks (one task = one chunk of seeds of one arm).
+
+Records are stored by the driver as each trial finishes, so an interrupted run keeps every chunk
+that completed. Ray is started only when there is something to train.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import secrets
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import torch
+
+from grokverify.expand import Trial
+from grokverify.spec import ExperimentSpec
+from grokverify.store import code_version
+from grokverify.train import ProgressFn, train_seeds
+
+OnDone = Callable[[Trial, list[dict[str, Any]]], None]
+OnProgress = Callable[[int, int], None]  # (seed-steps done, running trials)
+
+
+class ExecutionError(RuntimeError):
+    """A run that cannot proceed (no cluster, missing resources); the CLI reports it, exit 1."""
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return platform.processor() or platform.machine()
+
+
+def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
+              progress: ProgressFn | None = None) -> list[dict[str, Any]]:
+    """Train one chunk and return one store record per seed (runs in a worker or in-process)."""
+    torch.set_num_threads(threads)  # a reused Ray worker keeps the count torch first chose
+    exp = ExperimentSpec.model_validate(exp_json)
+    start = time.perf_counter()
+    results = train_seeds(exp, seeds, device, progress)
+    wall = time.perf_counter() - start
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    common = {
+        "experiment": exp.model_dump(mode="json"), "code_version": code_version(),
+        "device": device, "device_name": device_name(device), "torch": torch.__version__,
+        "host": platform.node(), "threads": threads, "chunk_seeds": list(seeds),
+        "chunk_wall_s": round(wall, 3), "created": created,
+    }
+    return [{**common, "seed": r.seed, "result": r.to_dict()} for r in results]
+
+
+class Executor(Protocol):
+    device: str
+
+    def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class LocalExecutor:
+    """In-process, one trial after another (unit tests, debugging, single-core runs)."""
+
+    device: str = "cpu"
+    threads: int = 1
+
+    def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
+        done = 0
+        for trial in trials:
+            n = len(trial.seeds)
+
+            def tick(step: int, _total: int, base: int = done, n: int = n) -> None:
+                on_progress(base + step * n, 1)
+
+            records = run_trial(trial.experiment.model_dump(mode="json"), list(trial.seeds),
+                                self.device, self.threads, tick)
+            done += trial.seed_steps
+            on_done(trial, records)
+            on_progress(done, 0)
+
+    def close(self) -> None:
+        pass
+
+
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """A dead address makes ray.init hang for minutes; a plain TCP connect fails in seconds."""
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExecutionError(f"--address {address!r}: expected host:port or ray://host:port")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ExecutionError(f"cannot reach Ray at {address} ({exc}); is the cluster up?") from None
+
+
+class RayExecutor:
+    """Local Ray started on the fly (default) or an existing cluster (`address`)."""
+
+    def __init__(self, address: str | None = None, device: str = "cpu", cpus_per_task: int = 1,
+                 gpus_per_task: float = 1.0, num_cpus: int | None = None):
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if address is None:
+            # Embedded start: token auth via the environment (no file, no warning; Ray reads it
+            # at import), a short temp dir (socket paths <= 107 bytes), a small object store.
+            os.environ["RAY_AUTH_MODE"] = "token"
+            os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(16))
+        import ray
+
+        self.ray, self.device, self.cpus_per_task = ray, device, cpus_per_task
+        self.gpus_per_task = gpus_per_task if device.startswith("cuda") else 0.0
+        if address is None:
+            self._tmp = tempfile.mkdtemp(prefix="gv-ray-", dir="/tmp")
+            ray.init(address="local", num_cpus=num_cpus or os.cpu_count(),
+                     object_store_memory=256 * 1024**2, include_dashboard=False,
+                     _temp_dir=self._tmp, log_to_driver=False, logging_level="ERROR")
+        else:
+            _check_reachable(address)
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        self._check_resources()
+
+    def _check_resources(self) -> None:
+        """A task asking for more than any node has waits forever, silently: refuse now."""
+        have = self.ray.cluster_resources()
+        wants = {"CPU": float(self.cpus_per_task), "GPU": self.gpus_per_task}
+        for name, amount in wants.items():
+            if amount > 0 and have.get(name, 0.0) < amount:
+                self.close()
+                raise ExecutionError(
+                    f"each trial asks for {amount:g} {name}, but the Ray cluster has "
+                    f"{have.get(name, 0.0):g}; use --device cpu or a cluster with {name}s")
+
+    def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
+        ray = self.ray
+        remote = ray.remote(run_trial).options(
+            num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task, max_retries=2)
+        pending = {
+            remote.remote(t.experiment.model_dump(mode="json"), list(t.seeds), self.device,
+                          self.cpus_per_task): t
+            for t in trials
+        }
+        done_steps = 0
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    trial = pending.pop(ref)
+                    on_done(trial, ray.get(ref))
+                    done_steps += trial.seed_steps
+                on_progress(done_steps, min(len(pending), self._slots()))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+
+    def _slots(self) -> int:
+        cpus = self.ray.cluster_resources().get("CPU", 1.0)
+        return max(1, int(cpus // self.cpus_per_task))
+
+    def close(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise ExecutionError("--device cuda requested but torch sees no CUDA device here")
+    return requested
+
+
+EXECUTORS: dict[str, type[LocalExecutor] | type[RayExecutor]] = {
+    "local": LocalExecutor,
+    "ray": RayExecutor,
+}

@@ -1,0 +1,61 @@
+"""Claim × scale → per-arm seed lists with store keys → trials (chunks of seeds still to train)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grokverify.spec import ExperimentSpec, LoadedClaim
+from grokverify.store import Store, record_key
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    """Every seed one arm needs at one scale, and the store key of each."""
+
+    arm: str
+    experiment: ExperimentSpec
+    seeds: tuple[int, ...]
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One unit of work: a chunk of seeds of one arm, trained as one batched model."""
+
+    claim_id: str
+    arm: str
+    experiment: ExperimentSpec
+    seeds: tuple[int, ...]
+    keys: tuple[str, ...]
+
+    @property
+    def seed_steps(self) -> int:
+        return len(self.seeds) * self.experiment.training.steps
+
+
+def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
+              n_seeds: int | None = None) -> list[ArmPlan]:
+    n = n_seeds or loaded.scale_seeds(scale)
+    plans = []
+    for arm, exp in loaded.resolved[scale].items():
+        seeds = tuple(range(n))
+        keys = tuple(record_key(exp, s, device_type) for s in seeds)
+        plans.append(ArmPlan(arm, exp, seeds, keys))
+    return plans
+
+
+def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store,
+                   chunk_size: int) -> list[Trial]:
+    """Seeds whose records are missing, in chunks of at most chunk_size per arm. Arms with the
+    same resolved experiment share records, so a seed is scheduled once."""
+    trials: list[Trial] = []
+    scheduled: set[str] = set()
+    for plan in plans:
+        todo = [(s, k) for s, k in zip(plan.seeds, plan.keys, strict=True)
+                if k not in scheduled and not store.has(k)]
+        scheduled.update(k for _, k in todo)
+        for i in range(0, len(todo), chunk_size):
+            part = todo[i:i + chunk_size]
+            trials.append(Trial(claim_id, plan.arm, plan.experiment,
+                                tuple(s for s, _ in part), tuple(k for _, k in part)))
+    return trials

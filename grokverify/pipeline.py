@@ -1,0 +1,150 @@
+"""One `grokverify run`: claims → trials → executor → store → statistics → verdict → report.
+
+Planning happens first for every claim, so one executor (one Ray start) serves them all, and
+nothing is started when every record is already in the store.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from grokverify.execute import EXECUTORS, ExecutionError, Executor, resolve_device
+from grokverify.expand import ArmPlan, Trial, pending_trials, plan_arms
+from grokverify.report import write_report
+from grokverify.samples import arm_sample
+from grokverify.spec import LoadedClaim
+from grokverify.stats import CRITERIA, ArmSample, CriterionResult
+from grokverify.store import Store
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunOptions:
+    scale: str = "quick"
+    seeds: int | None = None
+    store: Path = Path(".grokverify/store")
+    reports: Path = Path("reports")
+    executor: str = "ray"
+    address: str | None = None
+    device: str = "auto"
+    chunk_size: int = 16
+    cpus_per_task: int = 1
+    gpus_per_task: float = 1.0
+
+
+@dataclass
+class ClaimRun:
+    """What one claim's run produced."""
+
+    loaded: LoadedClaim
+    scale: str
+    plans: list[ArmPlan]
+    trained: int = 0  # seeds trained in this run
+    reused: int = 0  # seeds taken from the store
+    result: CriterionResult | None = None
+    samples: dict[str, ArmSample] = field(default_factory=dict)
+    report_dir: Path | None = None
+    wall_s: float = 0.0
+    train_wall_s: float = 0.0
+    started: str = field(default_factory=lambda: _now())
+
+
+def _device_for(opts: RunOptions) -> str:
+    if opts.executor == "ray" and opts.address is not None and opts.device != "cpu":
+        # The driver of a remote cluster need not have the GPU; the executor checks the cluster.
+        return "cuda" if opts.device in ("auto", "cuda") else opts.device
+    return resolve_device(opts.device)
+
+
+def _make_executor(opts: RunOptions, device: str) -> Executor:
+    if opts.executor == "local":
+        return EXECUTORS["local"](device=device)
+    return EXECUTORS["ray"](address=opts.address, device=device,
+                            cpus_per_task=opts.cpus_per_task, gpus_per_task=opts.gpus_per_task)
+
+
+def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
+           console: Console) -> dict[str, float]:
+    """Run the pending trials; every finished chunk is stored at once. Wall time per claim."""
+    walls: dict[str, float] = {}
+    total = sum(t.seed_steps for t in trials)
+    n_seeds = sum(len(t.seeds) for t in trials)
+    columns = [TextColumn("[bold]training"), BarColumn(),
+               TextColumn("{task.fields[seeds_done]}/{task.fields[seeds_total]} seeds"),
+               TextColumn("{task.fields[running]} running"), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn()]
+    start = time.perf_counter()
+    console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on {device} "
+                  f"via {opts.executor}[/dim]")
+    executor = _make_executor(opts, device)
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
+                                     running=0)
+            seeds_done = 0
+
+            def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
+                nonlocal seeds_done
+                for key, rec in zip(trial.keys, records, strict=True):
+                    store.put(key, rec)
+                seeds_done += len(records)
+                walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
+                progress.update(task, seeds_done=seeds_done)
+
+            def on_progress(done: int, running: int) -> None:
+                progress.update(task, completed=done, running=running)
+
+            executor.run(trials, on_done, on_progress)
+    finally:
+        executor.close()
+    console.print(f"[dim]trained {n_seeds} seed(s) in {time.perf_counter() - start:.1f} s[/dim]")
+    return walls
+
+
+def analyse(run: ClaimRun, store: Store) -> CriterionResult:
+    claim = run.loaded.claim
+    samples = {}
+    for plan in run.plans:
+        records = [store.get(k) for k in plan.keys]
+        missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
+        if missing:
+            raise ExecutionError(f"{claim.id}: arm {plan.arm} has no record for seeds {missing}")
+        samples[plan.arm] = arm_sample(plan.arm, records, claim.metric)  # type: ignore[arg-type]
+    run.samples = samples
+    return CRITERIA[claim.criterion.name].run(claim.criterion, samples)
+
+
+def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:
+    for loaded in claims:
+        if opts.scale not in loaded.claim.scales:
+            raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
+                                 f"{sorted(loaded.claim.scales)}")
+    device = _device_for(opts)
+    store = Store(opts.store)
+    start = time.perf_counter()
+    runs: list[ClaimRun] = []
+    trials: list[Trial] = []
+    for loaded in claims:
+        plans = plan_arms(loaded, opts.scale, device, opts.seeds)
+        pending = pending_trials(loaded.claim.id, plans, store, opts.chunk_size)
+        trained = sum(len(t.seeds) for t in pending)
+        total = len({k for p in plans for k in p.keys})
+        runs.append(ClaimRun(loaded, opts.scale, plans, trained=trained, reused=total - trained))
+        trials.extend(pending)
+    walls = _train(trials, store, opts, device, console) if trials else {}
+    for run in runs:
+        run.train_wall_s = walls.get(run.loaded.claim.id, 0.0)
+        run.result = analyse(run, store)
+        run.wall_s = time.perf_counter() - start
+        run.report_dir = write_report(run, store, opts, device)
+    return runs

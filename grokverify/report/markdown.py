@@ -1,0 +1,133 @@
+"""report.md, rendered from the result dict (the same data as result.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grokverify.verdict import format_ci, format_number
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "—"
+    if x in ("inf", "-inf"):
+        return "∞" if x == "inf" else "−∞"
+    return format_number(float(x))
+
+
+def _ci(pair: list[Any]) -> str:
+    return f"[{_num(pair[0])}, {_num(pair[1])}]"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" for line in text.strip().splitlines())
+
+
+def _scale_banner(scale: dict[str, Any]) -> str:
+    if scale["paper_setting"]:
+        return f"**Scale: `{scale['name']}` — the paper's setting.** {scale['description']}"
+    return (f"> ⚠️ **NOT THE PAPER'S SETTING.** This report was run at scale `{scale['name']}`: "
+            f"{scale['description'].strip()} Its verdict is about this reduced setting; run "
+            f"`--scale paper` for the paper's own setting.")
+
+
+def _arm_table(result: dict[str, Any], arms: dict[str, Any]) -> list[str]:
+    rows = ["| arm | seeds | events | censored | diverged | excluded | KM median | 95% CI |",
+            "|---|---|---|---|---|---|---|---|"]
+    level = result["ci_level"]
+    rows[0] = rows[0].replace("95% CI", f"{level * 100:g}% CI")
+    for arm in result["arms"]:
+        excluded = ", ".join(f"{k}: {v}" for k, v in arm["excluded"].items()) or "0"
+        rows.append(f"| {arm['name']} | {len(arms[arm['name']]['seeds'])} | {arm['events']} | "
+                    f"{arm['censored']} | {arms[arm['name']]['diverged']} | {excluded} | "
+                    f"{_num(arm['median'])} | {_ci(arm['median_ci'])} |")
+    return rows
+
+
+def _setup(arms: dict[str, Any]) -> list[str]:
+    out = []
+    for name, arm in arms.items():
+        exp = arm["experiment"]
+        override = json.dumps(arm["override"], sort_keys=True) if arm["override"] else "{}"
+        out += [f"- **{name}** (override of base: `{override}`)",
+                f"  - task: `{json.dumps(exp['task'], sort_keys=True)}`",
+                f"  - model: `{json.dumps(exp['model'], sort_keys=True)}`",
+                f"  - optimizer: `{json.dumps(exp['optimizer'], sort_keys=True)}`",
+                f"  - training: `{json.dumps(exp['training'], sort_keys=True)}`"]
+    return out
+
+
+def _per_seed(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| arm | seed | train step | val step | gap | final train acc | final val acc | "
+           "stopped | diverged |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        div = f"yes (step {r['diverged_step']})" if r["diverged"] else "no"
+        out.append(f"| {r['arm']} | {r['seed']} | {_num(r['train_step'])} | "
+                   f"{_num(r['val_step'])} | {_num(r['gap'])} | {_num(r['final_train_acc'])} | "
+                   f"{_num(r['final_val_acc'])} | {r['stopped_step']} | {div} |")
+    return out
+
+
+def render_markdown(res: dict[str, Any]) -> str:
+    claim, result, prov = res["claim"], res["result"], res["provenance"]
+    src = claim["source"]
+    p = result["p_value"]
+    lines = [
+        f"# {claim['title']}",
+        "",
+        f"**Verdict: {res['verdict']}** — {result['reason']}",
+        "",
+        _scale_banner(res["scale"]),
+        "",
+        "## Claim",
+        "",
+        claim["statement"].strip(),
+        "",
+        f"Source: arXiv:{src['arxiv']}, {src['where']} (role: {src['role']}).",
+        "",
+        _quote(src["quote"]),
+        "",
+        "## Result",
+        "",
+        f"- Metric: `{res['metric']['name']}` — {res['metric']['description']} "
+        f"Diverged seeds: {res['metric']['on_diverged']}.",
+        f"- Effect: {result['effect_label']} = **{_num(result['estimate'])}**, "
+        f"{result['ci_level'] * 100:g}% CI {_ci(result['ci'])}",
+        f"- Claimed region: {result['claimed_region']}",
+        f"- Test: {result['test']}, p = {_num(p) if p is not None else '—'}",
+        f"- Verdict: **{res['verdict']}**",
+        "",
+        *_arm_table(result, res["arms"]),
+        "",
+        "How censoring is handled: " + str(result["details"].get("censoring", "")),
+        "",
+        "![accuracy curves](curves.png)",
+        "",
+        "![Kaplan–Meier curves](survival.png)",
+        "",
+        "## Setup",
+        "",
+        *_setup(res["arms"]),
+        "",
+    ]
+    if claim["notes"].strip():
+        lines += ["## Notes (choices where the source is silent)", "", claim["notes"].strip(), ""]
+    lines += ["## Per-seed results", "", *_per_seed(res["per_seed"]), "",
+              "## Provenance", "",
+              f"- claim file: `{claim['file']}`",
+              f"- git commit: `{prov['git_commit']}`" + (" (dirty)" if prov["git_dirty"] else ""),
+              f"- code version (result-affecting source + torch): `{prov['code_version']}`",
+              f"- device: {', '.join(prov['device'])}; executor: {prov['executor']}",
+              f"- seeds trained in this run: {prov['seeds_trained_now']}, reused from the store: "
+              f"{prov['seeds_reused']} (store `{prov['store']}`)",
+              f"- training wall time (this run): {prov['train_wall_s']} s; total: "
+              f"{prov['wall_s']} s; finished {prov['finished']}",
+              f"- packages: {', '.join(f'{k} {v}' for k, v in prov['packages'].items() if v)}",
+              f"- python {prov['python']} on {prov['platform']}",
+              "- store keys: see `result.json` (`arms.<arm>.store_keys`)",
+              ""]
+    return "\n".join(lines)
+
+
+__all__ = ["render_markdown", "format_ci"]

@@ -1,0 +1,93 @@
+"""Write reports/<claim-id>/result.json, report.md and figures for one claim run.
+
+result.json holds everything (report.md is rendered from the same dict), so the nightly job can
+diff verdicts without parsing markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grokverify.metrics import DESCRIPTIONS
+from grokverify.report.figures import plot_curves, plot_survival
+from grokverify.report.markdown import render_markdown
+from grokverify.report.provenance import provenance
+from grokverify.stats.base import jsonable
+from grokverify.store import Store, code_version
+
+if TYPE_CHECKING:
+    from grokverify.pipeline import ClaimRun, RunOptions
+
+
+def _seed_rows(arm: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"arm": arm, **rec["result"]["summary"]} for rec in records]
+
+
+def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> dict[str, Any]:
+    loaded, claim = run.loaded, run.loaded.claim
+    scale = claim.scales[run.scale]
+    arms: dict[str, Any] = {}
+    per_seed: list[dict[str, Any]] = []
+    devices: set[str] = set()
+    for plan in run.plans:
+        records = [store.get(k) for k in plan.keys]
+        devices.update(f"{r['device']} ({r['device_name']})" for r in records if r)
+        rows = _seed_rows(plan.arm, [r for r in records if r])
+        per_seed.extend(rows)
+        arms[plan.arm] = {
+            "override": claim.arms[plan.arm],
+            "experiment": plan.experiment.model_dump(mode="json"),
+            "seeds": list(plan.seeds),
+            "diverged": sum(1 for r in rows if r["diverged"]),
+            "store_keys": list(plan.keys),
+        }
+    assert run.result is not None
+    return jsonable({
+        "claim": {"id": claim.id, "title": claim.title, "statement": claim.statement,
+                  "source": claim.source.model_dump(), "notes": claim.notes,
+                  "file": str(loaded.path)},
+        "scale": {"name": run.scale, "description": scale.description,
+                  "paper_setting": scale.paper_setting},
+        "metric": {**claim.metric.model_dump(), "description": DESCRIPTIONS[claim.metric.name]},
+        "criterion": claim.criterion.model_dump(),
+        "arms": arms,
+        "result": run.result.to_dict(),
+        "verdict": run.result.verdict.value,
+        "per_seed": per_seed,
+        "provenance": {
+            **provenance(), "code_version": code_version(), "device": sorted(devices),
+            "requested_device": device, "executor": opts.executor, "address": opts.address,
+            "store": str(opts.store), "seeds_trained_now": run.trained,
+            "seeds_reused": run.reused, "train_wall_s": round(run.train_wall_s, 2),
+            "wall_s": round(run.wall_s, 2), "started": run.started,
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+    })
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> Path:
+    out = opts.reports / run.loaded.claim.id
+    out.mkdir(parents=True, exist_ok=True)
+    result = build_result(run, store, opts, device)
+    records = {p.arm: [store.get(k) for k in p.keys] for p in run.plans}
+    figures = {
+        "curves": plot_curves(records, out / "curves.png"),
+        "survival": plot_survival(run.samples, f"{run.loaded.claim.metric.name} (steps)",
+                                  out / "survival.png"),
+    }
+    result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
+    _atomic_write(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")
+    _atomic_write(out / "report.md", render_markdown(result))
+    return out

@@ -1,0 +1,395 @@
+"""The claim spec: pydantic models of a claim file, and the loader that resolves its arms.
+
+A claim has a `base` experiment, named `arms` (partial overrides, deep-merged over the base) and
+named `scales` (overrides of the base, and optionally of single arms). Every scale × arm is
+resolved and validated at load time, so a claim that loads is a claim that can run, and every
+error names the file, the YAML line, the field path and what was expected.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from grokverify.models import MODELS
+from grokverify.specbase import StrictModel
+from grokverify.stats import CRITERIA
+from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
+
+# ---------------------------------------------------------------- experiment
+
+
+class TaskSpec(StrictModel):
+    """An arithmetic task and how its pairs are split."""
+
+    op: str = Field(description="operation: add, sub, mul, div, sq_sum")
+    p: int = Field(ge=2, description="operands are 0..p-1; the modulus when modular")
+    modular: bool = Field(True, description="labels mod p; otherwise the raw result")
+    unordered: bool = Field(False, description="keep only pairs a <= b (paper 2's toy)")
+    train_frac: float = Field(gt=0, le=1, description="fraction of all pairs used for training")
+    test_frac: float | None = Field(
+        None, gt=0, le=1,
+        description="fraction of all pairs held out at random as the validation set before the "
+                    "training pairs are drawn (paper 1: 0.2); null: validate on every pair not "
+                    "in training (paper 2)")
+    split: str = Field("random", description="how training pairs are drawn: random, uniform, skewed")
+    skew: float = Field(3.0, gt=0, description="skewed split: weight exp(-skew * a / p)")
+    split_seed: int | None = Field(None, description="fix the split for every seed; null: per seed")
+
+    @field_validator("op")
+    @classmethod
+    def _known_op(cls, v: str) -> str:
+        from grokverify.tasks import OPS
+        return _known(v, OPS, "operation")
+
+    @field_validator("split")
+    @classmethod
+    def _known_split(cls, v: str) -> str:
+        from grokverify.tasks import SPLITS
+        return _known(v, SPLITS, "split strategy")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSpec:
+        if self.test_frac is not None and self.train_frac + self.test_frac > 1 + 1e-9:
+            raise ValueError(f"train_frac + test_frac must be <= 1, got "
+                             f"{self.train_frac} + {self.test_frac}")
+        if self.op == "div" and (not self.modular or not _is_prime(self.p)):
+            raise ValueError("op 'div' needs modular: true and a prime p (modular inverse)")
+        return self
+
+
+class OptimizerSpec(StrictModel):
+    name: str = Field(description="adam, adamw or sgd")
+    lr: float = Field(gt=0)
+    betas: tuple[float, float] | None = Field(
+        None, description="adam/adamw only; null: torch's default (0.9, 0.999)")
+    eps: float = Field(1e-8, gt=0)
+    momentum: float = Field(0.0, ge=0, lt=1, description="sgd only")
+    nesterov: bool = False
+    weight_decay: float = Field(0.0, ge=0)
+    emb_lr_mult: float = Field(1.0, gt=0, description="c: embedding lr = c * lr (Adam-LR)")
+    emb_weight_decay: float | None = Field(None, ge=0, description="null: same as weight_decay")
+
+    @field_validator("name")
+    @classmethod
+    def _known_name(cls, v: str) -> str:
+        from grokverify.optim import OPTIMIZERS
+        return _known(v, OPTIMIZERS, "optimizer")
+
+    @field_validator("betas")
+    @classmethod
+    def _betas_in_range(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not all(0 <= b < 1 for b in v):
+            raise ValueError(f"betas must lie in [0, 1), got {list(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _fields_apply(self) -> OptimizerSpec:
+        if self.name != "sgd" and (self.momentum or self.nesterov):
+            raise ValueError("momentum/nesterov apply to sgd only")
+        if self.name == "sgd" and self.betas is not None:
+            raise ValueError("betas apply to adam/adamw only")
+        if self.nesterov and self.momentum == 0:
+            raise ValueError("nesterov needs momentum > 0")
+        return self
+
+
+class TrainingSpec(StrictModel):
+    steps: int = Field(gt=0, description="training budget in optimizer steps")
+    batch_size: int | None = Field(None, gt=0, description="null: full batch")
+    eval_interval: int = Field(gt=0, description="steps between evaluations")
+    train_threshold: float = Field(0.99, ge=0, le=1, description="τ_train on train accuracy")
+    val_threshold: float = Field(0.95, ge=0, le=1, description="τ_val on validation accuracy")
+    early_stop: bool = Field(
+        True, description="freeze a seed's record once both thresholds are reached")
+
+    @model_validator(mode="after")
+    def _interval_fits(self) -> TrainingSpec:
+        if self.eval_interval > self.steps:
+            raise ValueError(f"eval_interval ({self.eval_interval}) exceeds steps ({self.steps})")
+        return self
+
+
+ModelSpec = Annotated[
+    typing.Union[tuple(cls.spec_class for cls in MODELS.values())],  # noqa: UP007
+    Field(discriminator="kind"),
+]
+
+
+class ExperimentSpec(StrictModel):
+    """Everything that determines one seed's training run (hashed into its store key)."""
+
+    task: TaskSpec
+    model: ModelSpec
+    optimizer: OptimizerSpec
+    training: TrainingSpec
+
+    @model_validator(mode="after")
+    def _optimizer_fits_model(self) -> ExperimentSpec:
+        has_embedding = bool(MODELS[self.model.kind].embedding_keys)
+        opt = self.optimizer
+        if not has_embedding and (opt.emb_lr_mult != 1 or opt.emb_weight_decay is not None):
+            raise ValueError(f"model {self.model.kind!r} has no embedding group: "
+                             "emb_lr_mult/emb_weight_decay do not apply")
+        return self
+
+
+# ---------------------------------------------------------------- claim
+
+
+class SourceSpec(StrictModel):
+    arxiv: str = Field(pattern=r"^\d{4}\.\d{4,5}(v\d+)?$", description="arXiv id, e.g. 2505.15624")
+    where: str = Field(min_length=1, description="section, figure or review field")
+    role: Literal["paper_claim", "referee", "skeptic", "falsifier", "inference", "open_question"]
+    quote: str = Field(min_length=1, description="the source's own words")
+
+
+class MetricSpec(StrictModel):
+    name: str = Field(description="per-seed quantity: val_threshold_step, ...")
+    on_diverged: Literal["budget", "exclude"] = Field(
+        "budget", description="a diverged seed that had not reached the event: censored at the "
+                              "budget (never reached), or left out; counted in the report either way")
+
+    @field_validator("name")
+    @classmethod
+    def _known_metric(cls, v: str) -> str:
+        from grokverify.metrics import METRICS
+        return _known(v, METRICS, "metric")
+
+
+CriterionSpec = Annotated[
+    typing.Union[tuple(c.params_model for c in CRITERIA.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
+
+
+class ScaleSpec(StrictModel):
+    description: str = Field(min_length=1)
+    paper_setting: bool = Field(False, description="true only when this is the paper's setting")
+    seeds: int | None = Field(None, ge=1, description="seed count at this scale")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="partial experiment")
+    arms: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                            description="per-arm partial experiments")
+
+
+class Claim(StrictModel):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    title: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
+    source: SourceSpec
+    base: ExperimentSpec
+    arms: dict[str, dict[str, Any]] = Field(min_length=1, description="arm name -> partial experiment")
+    scales: dict[str, ScaleSpec]
+    seeds: int = Field(ge=1, description="seeds 0..n-1 per arm")
+    metric: MetricSpec
+    criterion: CriterionSpec
+    notes: str = ""
+
+    @field_validator("scales")
+    @classmethod
+    def _has_quick(cls, v: dict[str, ScaleSpec]) -> dict[str, ScaleSpec]:
+        if "quick" not in v:
+            raise ValueError(f"a 'quick' scale is required (found: {sorted(v) or 'none'})")
+        return v
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Override wins key by key; a `kind` change replaces the whole section (its fields differ)."""
+    if "kind" in override and override.get("kind") != base.get("kind"):
+        return copy.deepcopy(override)
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+class LoadedClaim:
+    """A validated claim with every scale × arm resolved to an ExperimentSpec."""
+
+    def __init__(self, claim: Claim, path: Path, resolved: dict[str, dict[str, ExperimentSpec]]):
+        self.claim, self.path, self.resolved = claim, path, resolved
+
+    def scale_seeds(self, scale: str) -> int:
+        return self.claim.scales[scale].seeds or self.claim.seeds
+
+
+def _override_sources(scale: str, arm: str) -> list[Path_]:
+    """Where a resolved field may come from, most specific first."""
+    return [("scales", scale, "arms", arm), ("arms", arm), ("scales", scale, "overrides"), ("base",)]
+
+
+def _resolve(claim_data: dict[str, Any], scale: str, arm: str) -> dict[str, Any]:
+    scale_data = claim_data["scales"][scale]
+    merged = deep_merge(claim_data["base"], scale_data.get("overrides") or {})
+    merged = deep_merge(merged, claim_data["arms"][arm] or {})
+    return deep_merge(merged, (scale_data.get("arms") or {}).get(arm) or {})
+
+
+def load_claim(path: Path | str) -> LoadedClaim:
+    """Load, validate and resolve a claim file; raises SpecError listing every problem."""
+    path = Path(path)
+    file = str(path)
+    data, lines = load_yaml_file(path)
+    if not isinstance(data, dict):
+        raise SpecError([Problem(file, lines.line_of(()), "",
+                                 f"expected a mapping of claim fields, got a {_kind(data)}")])
+    try:
+        claim = Claim.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_problems(exc, file, lines, data, Claim, ())) from None
+    problems: list[Problem] = []
+    for scale_name, scale in claim.scales.items():
+        for arm in scale.arms:
+            if arm not in claim.arms:
+                problems.append(Problem(file, lines.line_of(("scales", scale_name, "arms", arm)),
+                                        dotted(("scales", scale_name, "arms", arm)),
+                                        f"no arm named {arm!r}; arms are {sorted(claim.arms)}"))
+    crit = CRITERIA[claim.criterion.name]
+    for arm in crit.arms_of(claim.criterion):
+        if arm not in claim.arms:
+            where = _find_value(data.get("criterion", {}), arm)
+            problems.append(Problem(file, lines.line_of(("criterion", *where)),
+                                    dotted(("criterion", *where)),
+                                    f"criterion refers to arm {arm!r}, which does not exist; "
+                                    f"arms are {sorted(claim.arms)}"))
+    if problems:
+        raise SpecError(problems)
+    resolved: dict[str, dict[str, ExperimentSpec]] = {}
+    for scale_name in claim.scales:
+        resolved[scale_name] = {}
+        for arm in claim.arms:
+            merged = _resolve(data, scale_name, arm)
+            try:
+                resolved[scale_name][arm] = ExperimentSpec.model_validate(merged)
+            except ValidationError as exc:
+                for problem in _problems(exc, file, lines, merged, ExperimentSpec, (),
+                                         _override_sources(scale_name, arm)):
+                    if problem not in problems:
+                        problems.append(problem)
+    if problems:
+        raise SpecError(problems)
+    return LoadedClaim(claim, path, resolved)
+
+
+# ---------------------------------------------------------------- error messages
+
+
+def _kind(value: Any) -> str:
+    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__)
+
+
+def _known(value: str, registry: dict[str, Any], what: str) -> str:
+    if value not in registry:
+        hint = difflib.get_close_matches(value, list(registry), n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ValueError(f"unknown {what} {value!r}{did}; known: {', '.join(sorted(registry))}")
+    return value
+
+
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % k for k in range(2, int(n**0.5) + 1))
+
+
+def _find_value(tree: Any, value: str, path: Path_ = ()) -> Path_:
+    if isinstance(tree, dict):
+        for key, sub in tree.items():
+            if sub == value:
+                return (*path, key)
+    return path
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
+    """Map a pydantic error location onto the data, dropping discriminator tags."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and node.get("kind") == part or (
+                isinstance(node, dict) and node.get("name") == part):
+            continue  # tagged-union branch, not a key of the file
+        else:
+            node = None
+        out.append(part)
+    return tuple(out)
+
+
+def _allowed_keys(model: Any, path: Path_, data: Any) -> list[str]:
+    """Field names allowed at `path` (for "did you mean"), following discriminated unions."""
+    node = data
+    for part in path:
+        node_next = node.get(part) if isinstance(node, dict) else None
+        if typing.get_origin(model) is dict:  # a name -> model mapping, e.g. scales.<name>
+            node, model = node_next, _unwrap(typing.get_args(model)[1], node_next)
+            continue
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            return []
+        node = node_next
+        model = _unwrap(fields[part].annotation, node)
+    fields = getattr(model, "model_fields", None)
+    return sorted(fields) if fields else []
+
+
+def _unwrap(annotation: Any, node: Any) -> Any:
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is Annotated:
+        return _unwrap(args[0], node)
+    if args and all(hasattr(a, "model_fields") for a in args if a is not type(None)):
+        for arg in args:
+            tag = arg.model_fields.get("kind") or arg.model_fields.get("name")
+            if tag and isinstance(node, dict) and node.get("kind", node.get("name")) in \
+                    typing.get_args(tag.annotation):
+                return arg
+        return args[0]
+    return annotation
+
+
+def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model: Any,
+              prefix: Path_, sources: list[Path_] | None = None) -> list[Problem]:
+    out: list[Problem] = []
+    for err in exc.errors():
+        path = _data_path(err["loc"], data)
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            path = (*path, str(err["ctx"]["discriminator"]).strip("'"))  # point at kind/name
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(model, path[:-1], data)
+            hint = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+            message = f"unknown key {path[-1]!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            message += f"; allowed here: {', '.join(allowed)}" if allowed else ""
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        else:
+            got = err.get("input")
+            shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+            message = err["msg"].removeprefix("Value error, ") + shown
+        shown_path = (*prefix, *path)
+        line = lines.line_of(shown_path)
+        for source in sources or []:
+            if lines.has((*source, *path)) or (source == sources[-1]):
+                shown_path = (*source, *path)
+                line = lines.line_of(_deepest_defined(lines, shown_path))
+                break
+        out.append(Problem(file, line, dotted(shown_path), message))
+    return out
+
+
+def _deepest_defined(lines: LineMap, path: Path_) -> Path_:
+    for end in range(len(path), 0, -1):
+        if lines.has(path[:end]):
+            return path[:end]
+    return ()

@@ -1,0 +1,38 @@
+"""Statistics layer: the registry of criteria a claim can be judged by.
+
+A claim names a criterion in ``CRITERIA``; its ``params_model`` validates the claim's parameters,
+``arms_of`` says which arms to run and ``run`` turns the arms' data into a `CriterionResult`.
+"""
+
+from __future__ import annotations
+
+from grokverify.stats.base import (
+    ArmSample,
+    ArmSummary,
+    Criterion,
+    CriterionResult,
+    Verdict,
+)
+from grokverify.stats.survival import SURVIVAL_COMPARE
+
+CRITERIA: dict[str, Criterion] = {}
+
+
+def register(c: Criterion) -> None:
+    """Add a criterion; a second one under the same name is an error, not a silent override."""
+    if c.name in CRITERIA and CRITERIA[c.name] is not c:
+        raise ValueError(f"criterion {c.name!r} is already registered")
+    CRITERIA[c.name] = c
+
+
+register(SURVIVAL_COMPARE)
+
+__all__ = [
+    "CRITERIA",
+    "ArmSample",
+    "ArmSummary",
+    "Criterion",
+    "CriterionResult",
+    "Verdict",
+    "register",
+]

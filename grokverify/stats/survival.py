@@ -1,0 +1,291 @@
+"""Time-to-grok as survival data: Kaplan-Meier medians, log-rank test, bootstrap of median effects.
+
+Seeds that never reach the threshold within the budget are right-censored at the budget, not
+dropped, so slow seeds still count against an arm. A median the survival curve never reaches is
+``math.inf`` ("beyond the budget").
+
+KM median convention (statsmodels ``SurvfuncRight.quantile(0.5)``, SAS style): the first event
+time at which the estimated S(t) is *strictly* below 0.5. S(t) is computed as
+``exp(cumsum(log(1 - d/n)))`` over event times, so where S(t) is exactly 0.5 in exact arithmetic
+the rounding of that product decides between the two neighbouring event times;
+`km_median_batch` reproduces the same arithmetic so that bootstrap resamples and the point
+estimate share this convention bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from statsmodels.duration.survfunc import SurvfuncRight, survdiff
+
+from grokverify import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
+
+Effect = Literal["ratio", "difference"]
+
+# statsmodels clips 1 - d/n at this floor before taking logs; mirrored in km_median_batch.
+_SURV_FLOOR = 1e-16
+
+
+def km_median(
+    times: np.ndarray, observed: np.ndarray, alpha: float = 0.05
+) -> tuple[float, float, float]:
+    """KM median and its (1-alpha) CI via statsmodels (cloglog); inf where unreached/unbounded.
+
+    A NaN upper bound means unbounded, so it becomes inf. A NaN lower bound becomes inf when the
+    median itself is beyond the budget (no observed time is a plausible median), else 0.0, the
+    trivial lower bound for a step count (no information).
+    """
+    t = np.asarray(times, dtype=float)
+    d = np.asarray(observed, dtype=float)
+    if t.size == 0:
+        raise ValueError("km_median needs at least one time")
+    with np.errstate(all="ignore"):
+        sf = SurvfuncRight(t, d)
+        median = _nan_to_inf(float(sf.quantile(0.5)))
+        low, high = (float(x) for x in sf.quantile_ci(0.5, alpha=alpha, method="cloglog"))
+    if math.isnan(low):
+        low = math.inf if math.isinf(median) else 0.0
+    return median, low, _nan_to_inf(high)
+
+
+def _nan_to_inf(x: float) -> float:
+    return math.inf if math.isnan(x) else x
+
+
+def km_median_batch(times: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """KM medians of B samples at once: (B, n) arrays -> (B,), inf where S never drops below 0.5.
+
+    Mirrors statsmodels' arithmetic exactly (see module docstring): rows are sorted, each tie
+    group contributes one factor 1 - d/n at its last position, and non-event positions add an
+    exact 0.0 to the running log-sum, so the partial sums equal statsmodels' bit for bit.
+    """
+    t = np.asarray(times, dtype=float)
+    o = np.asarray(observed, dtype=bool)
+    if t.ndim != 2 or t.shape != o.shape:
+        raise ValueError(f"expected equal (B, n) arrays, got {t.shape} and {o.shape}")
+    n_rows, n = t.shape
+    if n == 0:
+        return np.full(n_rows, math.inf)
+    order = np.argsort(t, axis=1, kind="stable")
+    ts = np.take_along_axis(t, order, axis=1)
+    events = np.take_along_axis(o, order, axis=1).astype(float)
+    surv, is_event_time = _km_curve_sorted(ts, events)
+    hit = is_event_time & (surv < 0.5)
+    first = hit.argmax(axis=1)
+    medians = ts[np.arange(n_rows), first]
+    return np.where(hit.any(axis=1), medians, math.inf)
+
+
+def _km_curve_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S(t) at the last position of each tie group of row-sorted data, and the event-time mask."""
+    n = ts.shape[1]
+    new_group = np.ones(ts.shape, dtype=bool)
+    new_group[:, 1:] = ts[:, 1:] != ts[:, :-1]
+    last_of_group = np.ones(ts.shape, dtype=bool)
+    last_of_group[:, :-1] = new_group[:, 1:]
+    positions = np.arange(n)
+    start = np.maximum.accumulate(np.where(new_group, positions, 0), axis=1)
+    cum_events = np.cumsum(events, axis=1)
+    before = np.where(start > 0, np.take_along_axis(cum_events, np.maximum(start - 1, 0), 1), 0.0)
+    deaths = cum_events - before
+    at_risk = (n - start).astype(float)
+    is_event_time = last_of_group & (deaths > 0)
+    factor = np.where(is_event_time, 1 - deaths / at_risk, 1.0)
+    log_factor = np.log(np.maximum(factor, _SURV_FLOOR))
+    return np.exp(np.cumsum(log_factor, axis=1)), is_event_time
+
+
+def logrank(a: ArmSample, b: ArmSample) -> tuple[float, float]:
+    """Log-rank chi2 and p via statsmodels survdiff; (nan, nan) when no arm has any event."""
+    if a.events + b.events == 0:
+        return math.nan, math.nan
+    time = np.concatenate([a.times, b.times])
+    status = np.concatenate([a.observed, b.observed]).astype(float)
+    group = np.repeat([0, 1], [a.n, b.n])
+    chisq, p = survdiff(time, status, group)
+    return float(chisq), float(p)
+
+
+def median_effect(base: np.ndarray | float, treat: np.ndarray | float, effect: Effect) -> Any:
+    """treat/base or treat-base of medians; inf/inf, inf-inf and 0/0 are NaN (undefined).
+
+    A finite treated median over a zero baseline median is inf (the ratio is unbounded).
+    """
+    b = np.asarray(base, dtype=float)
+    t = np.asarray(treat, dtype=float)
+    with np.errstate(all="ignore"):
+        if effect == "difference":
+            out = t - b
+        elif effect == "ratio":
+            out = np.where(b == 0, np.where(t == 0, math.nan, math.inf), t / b)
+        else:
+            raise ValueError(f"unknown effect {effect!r}")
+    return out if out.ndim else float(out)
+
+
+def bootstrap_median_effect(
+    base: ArmSample,
+    treat: ArmSample,
+    effect: Effect,
+    n_boot: int,
+    seed: int,
+    ci_level: float,
+) -> tuple[float, tuple[float, float], dict[str, Any]]:
+    """Point estimate of the median effect and its stratified percentile-bootstrap CI.
+
+    Seeds are resampled with replacement within each arm, keeping each seed's (time, observed)
+    pair, so censored seeds stay censored. Resamples whose effect is undefined (inf/inf, inf-inf)
+    are dropped and counted; the CI uses order statistics (inverted CDF) so inf bounds stay inf.
+    """
+    if base.n == 0 or treat.n == 0:
+        raise ValueError("both arms need at least one seed")
+    rng = np.random.default_rng(seed)
+    base_medians = _resampled_medians(base, n_boot, rng)
+    treat_medians = _resampled_medians(treat, n_boot, rng)
+    effects = median_effect(base_medians, treat_medians, effect)
+    valid = effects[~np.isnan(effects)]
+    alpha = 1.0 - ci_level
+    if valid.size:
+        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+        ci = (float(low), float(high))
+    else:
+        ci = (math.nan, math.nan)
+    base_med = km_median(base.times, base.observed)[0]
+    treat_med = km_median(treat.times, treat.observed)[0]
+    details = {
+        "bootstrap": "percentile, stratified by arm, seeds resampled with replacement",
+        "quantile_method": "inverted_cdf (order statistics; infinite bounds kept)",
+        "n_boot": int(n_boot),
+        "bootstrap_seed": int(seed),
+        "n_undefined_resamples": int(effects.size - valid.size),
+        "n_infinite_resamples": int(np.isinf(valid).sum()),
+        "n_base_median_beyond_budget": int(np.isinf(base_medians).sum()),
+        "n_treated_median_beyond_budget": int(np.isinf(treat_medians).sum()),
+    }
+    return median_effect(base_med, treat_med, effect), ci, details
+
+
+def _resampled_medians(arm: ArmSample, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    idx = rng.integers(0, arm.n, size=(n_boot, arm.n))
+    return km_median_batch(arm.times[idx], arm.observed[idx])
+
+
+class SurvivalCompareParams(BaseModel):
+    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["survival_compare"]
+    baseline: str
+    treated: str
+    effect: Effect = "ratio"
+    direction: Literal["less", "greater"]
+    min_effect: float = Field(ge=0)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    n_boot: int = Field(2000, ge=100)
+    bootstrap_seed: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> SurvivalCompareParams:
+        if self.baseline == self.treated:
+            raise ValueError("baseline and treated must be different arms")
+        if self.effect == "ratio" and self.direction == "less" and self.min_effect >= 1:
+            raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m steps for a difference."""
+        sign = -1.0 if self.direction == "less" else 1.0
+        base = 1.0 if self.effect == "ratio" else 0.0
+        return base + sign * self.min_effect
+
+
+def _effect_label(p: SurvivalCompareParams) -> str:
+    if p.effect == "ratio":
+        return f"ratio of KM median steps ({p.treated} / {p.baseline})"
+    return f"difference of KM median steps ({p.treated} - {p.baseline})"
+
+
+def _claimed_region(p: SurvivalCompareParams) -> str:
+    op = "<=" if p.direction == "less" else ">="
+    pace = "faster" if p.direction == "less" else "slower"
+    thr = verdict_rules.format_number(p.threshold)
+    if p.effect == "ratio":
+        return f"ratio {op} {thr} ({p.treated} at least {p.min_effect * 100:g}% {pace})"
+    m = verdict_rules.format_number(p.min_effect)
+    return f"difference {op} {thr} steps ({p.treated} at least {m} steps {pace})"
+
+
+def summarize_arm(arm: ArmSample, ci_level: float) -> ArmSummary:
+    """KM median and its CI for one arm, with counts of events, censorings and exclusions."""
+    median, low, high = km_median(arm.times, arm.observed, alpha=1.0 - ci_level)
+    return ArmSummary(
+        name=arm.name,
+        n=arm.n,
+        events=arm.events,
+        censored=arm.n - arm.events,
+        excluded=dict(arm.excluded),
+        median=median,
+        median_ci=(low, high),
+    )
+
+
+def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
+    """Compare KM medians of two arms: bootstrap CI of the effect decides, log-rank p informs."""
+    if not isinstance(params, SurvivalCompareParams):
+        raise TypeError(f"expected SurvivalCompareParams, got {type(params).__name__}")
+    missing = [a for a in survival_compare_arms(params) if a not in arms]
+    if missing:
+        raise KeyError(f"survival_compare: no data for arm(s) {missing}")
+    base, treat = arms[params.baseline], arms[params.treated]
+    if base.n == 0 or treat.n == 0:
+        raise ValueError("survival_compare: both arms need at least one seed")
+    estimate, ci, details = bootstrap_median_effect(
+        base, treat, params.effect, params.n_boot, params.bootstrap_seed, params.ci_level
+    )
+    chisq, p = logrank(base, treat)
+    label = _effect_label(params)
+    verdict, reason = verdict_rules.decide(
+        ci, params.threshold, params.direction, estimate, label, params.ci_level
+    )
+    details.update(
+        censoring="seeds that never reach the threshold are right-censored at their budget",
+        km_median_convention="first event time with S(t) < 0.5 (statsmodels SurvfuncRight)",
+        arm_median_ci="statsmodels quantile_ci, cloglog transform",
+        logrank_chi2=chisq,
+    )
+    return CriterionResult(
+        criterion="survival_compare",
+        effect_label=label,
+        estimate=estimate,
+        ci=ci,
+        ci_level=params.ci_level,
+        p_value=None if math.isnan(p) else p,
+        test="log-rank (statsmodels survdiff)",
+        threshold=params.threshold,
+        claimed_region=_claimed_region(params),
+        verdict=verdict,
+        reason=reason,
+        arms=[summarize_arm(base, params.ci_level), summarize_arm(treat, params.ci_level)],
+        details=details,
+    )
+
+
+def survival_compare_arms(params: BaseModel) -> list[str]:
+    """The arm names a survival_compare claim refers to: [baseline, treated]."""
+    if not isinstance(params, SurvivalCompareParams):
+        raise TypeError(f"expected SurvivalCompareParams, got {type(params).__name__}")
+    return [params.baseline, params.treated]
+
+
+SURVIVAL_COMPARE = Criterion(
+    name="survival_compare",
+    params_model=SurvivalCompareParams,
+    run=run_survival_compare,
+    arms_of=survival_compare_arms,
+)

@@ -1,0 +1,139 @@
+"""Arithmetic tasks and their train/test splits, reproducible from the task spec and a seed.
+
+An operation is a registered function of integer arrays (a, b, p) → raw results; labels are those
+results reduced mod p (modular) or shifted to start at 0 (non-modular). A split strategy is a
+registered function choosing the training pairs from the pairs not held out for test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grokverify.rng import numpy_rng
+from grokverify.spec import TaskSpec
+
+OpFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+
+
+def _mod_inverse(b: np.ndarray, p: int) -> np.ndarray:
+    return np.array([pow(int(x), -1, p) for x in b], dtype=np.int64)
+
+
+def _div(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    # Only meaningful modulo a prime; pairs with b = 0 are removed by `pairs_for`.
+    return a * _mod_inverse(b, p)
+
+
+OPS: dict[str, OpFn] = {
+    "add": lambda a, b, p: a + b,
+    "sub": lambda a, b, p: a - b,
+    "mul": lambda a, b, p: a * b,
+    "div": _div,
+    "sq_sum": lambda a, b, p: a * a + b * b,
+}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """All pairs of a task with labels, and one seed's split into train and validation rows."""
+
+    a: np.ndarray  # (N,) first operand of every pair
+    b: np.ndarray  # (N,) second operand
+    y: np.ndarray  # (N,) class label
+    n_classes: int
+    vocab: int  # token count for models with embeddings: p operands + op token + "=" token
+    train_idx: np.ndarray  # rows used for training, in a fixed order
+    val_idx: np.ndarray  # rows held out for evaluation
+
+
+def pairs_for(task: TaskSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Every (a, b) the task defines; unordered tasks keep a ≤ b, division drops b = 0."""
+    a, b = np.meshgrid(np.arange(task.p), np.arange(task.p), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    keep = np.ones_like(a, dtype=bool)
+    if task.unordered:
+        keep &= a <= b
+    if task.op == "div":
+        keep &= b != 0
+    return a[keep].astype(np.int64), b[keep].astype(np.int64)
+
+
+def labels_for(task: TaskSpec, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    raw = OPS[task.op](a, b, task.p)
+    if task.modular:
+        return raw % task.p, task.p
+    shifted = raw - raw.min()
+    return shifted, int(shifted.max()) + 1
+
+
+def _split_random(task: TaskSpec, pool: np.ndarray, a: np.ndarray, n_train: int,
+                  rng: np.random.Generator, b: np.ndarray) -> np.ndarray:
+    return rng.permutation(pool)[:n_train]
+
+
+def _split_uniform(task: TaskSpec, pool: np.ndarray, a: np.ndarray, n_train: int,
+                   rng: np.random.Generator, b: np.ndarray) -> np.ndarray:
+    """Round-robin over values of a (random order each round); for each, the pair whose b value
+    is least used so far. Both operands end up as evenly represented as the pool allows."""
+    by_value: dict[int, list[int]] = {}
+    for row in rng.permutation(pool):
+        by_value.setdefault(int(a[row]), []).append(int(row))
+    b_count = np.zeros(int(b.max()) + 1, dtype=np.int64)
+    chosen: list[int] = []
+    while len(chosen) < n_train:
+        for v in rng.permutation([v for v in by_value if by_value[v]]):
+            if len(chosen) == n_train:
+                break
+            rows = by_value[int(v)]
+            pick = min(range(len(rows)), key=lambda i: b_count[b[rows[i]]])
+            row = rows.pop(pick)
+            b_count[b[row]] += 1
+            chosen.append(row)
+    return np.array(chosen, dtype=np.int64)
+
+
+def _split_skewed(task: TaskSpec, pool: np.ndarray, a: np.ndarray, n_train: int,
+                  rng: np.random.Generator, b: np.ndarray) -> np.ndarray:
+    """Weighted sampling without replacement, weight exp(-skew · rank(a)/p): low values of a
+    are over-represented in training and high values starved (Efraimidis–Spirakis keys)."""
+    weights = np.exp(-task.skew * a[pool] / task.p)
+    keys = rng.random(len(pool)) ** (1.0 / weights)
+    return pool[np.argsort(-keys, kind="stable")[:n_train]]
+
+
+SPLITS: dict[str, Callable[..., np.ndarray]] = {
+    "random": _split_random,
+    "uniform": _split_uniform,
+    "skewed": _split_skewed,
+}
+
+
+def build_dataset(task: TaskSpec, seed: int) -> Dataset:
+    """The split depends only on the task spec and the split seed (the trial seed unless the
+    task fixes `split_seed`), so two arms with the same task and seed see the same data."""
+    a, b = pairs_for(task)
+    y, n_classes = labels_for(task, a, b)
+    n = len(a)
+    split_seed = seed if task.split_seed is None else task.split_seed
+    rng = numpy_rng(split_seed, "split", task.canonical())
+    order = rng.permutation(n)
+    n_test = int(round(task.test_frac * n)) if task.test_frac is not None else 0
+    # Rounding both fractions can overshoot N by one (p=5, 0.7 + 0.3): cap at what is left.
+    n_train = min(int(round(task.train_frac * n)), n - n_test)
+    if task.test_frac is None:
+        # Paper 2's convention: train on a fraction, validate on every other pair.
+        train_idx = SPLITS[task.split](task, order, a, n_train, rng, b)
+    else:
+        test_idx, pool = order[:n_test], order[n_test:]
+        train_idx = SPLITS[task.split](task, pool, a, n_train, rng, b)
+    train_idx = np.sort(train_idx)
+    val_mask = np.ones(n, dtype=bool)
+    val_mask[train_idx] = False
+    if task.test_frac is not None:
+        val_mask[:] = False
+        val_mask[test_idx] = True
+    return Dataset(a=a, b=b, y=y, n_classes=n_classes, vocab=task.p + 2,
+                   train_idx=train_idx, val_idx=np.flatnonzero(val_mask))
