@@ -155,7 +155,13 @@ class RayExecutor:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                 for ref in ready:
                     trial = pending.pop(ref)
-                    on_done(trial, ray.get(ref))
+                    try:
+                        records = ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        raise ExecutionError(
+                            f"{trial.claim_id}: arm {trial.arm}, seeds {list(trial.seeds)} "
+                            f"failed on Ray: {exc}") from exc
+                    on_done(trial, records)
                     done_steps += trial.seed_steps
                 on_progress(done_steps, min(len(pending), self._slots()))
         except BaseException:

@@ -80,6 +80,7 @@ def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
     total = sum(t.seed_steps for t in trials)
     n_seeds = sum(len(t.seeds) for t in trials)
     columns = [TextColumn("[bold]training"), BarColumn(),
+               TextColumn("{task.fields[trials_done]}/{task.fields[trials_total]} trials"),
                TextColumn("{task.fields[seeds_done]}/{task.fields[seeds_total]} seeds"),
                TextColumn("{task.fields[running]} running"), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn()]
@@ -90,16 +91,17 @@ def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
-                                     running=0)
-            seeds_done = 0
+                                     trials_done=0, trials_total=len(trials), running=0)
+            seeds_done = trials_done = 0
 
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
-                nonlocal seeds_done
+                nonlocal seeds_done, trials_done
                 for key, rec in zip(trial.keys, records, strict=True):
                     store.put(key, rec)
                 seeds_done += len(records)
+                trials_done += 1
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
-                progress.update(task, seeds_done=seeds_done)
+                progress.update(task, seeds_done=seeds_done, trials_done=trials_done)
 
             def on_progress(done: int, running: int) -> None:
                 progress.update(task, completed=done, running=running)

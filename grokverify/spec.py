@@ -37,7 +37,8 @@ class TaskSpec(StrictModel):
         description="fraction of all pairs held out at random as the validation set before the "
                     "training pairs are drawn (paper 1: 0.2); null: validate on every pair not "
                     "in training (paper 2)")
-    split: str = Field("random", description="how training pairs are drawn: random, uniform, skewed")
+    split: str = Field("random",
+                       description="how training pairs are drawn: random, uniform, skewed")
     skew: float = Field(3.0, gt=0, description="skewed split: weight exp(-skew * a / p)")
     split_seed: int | None = Field(None, description="fix the split for every seed; null: per seed")
 
@@ -153,7 +154,8 @@ class MetricSpec(StrictModel):
     name: str = Field(description="per-seed quantity: val_threshold_step, ...")
     on_diverged: Literal["budget", "exclude"] = Field(
         "budget", description="a diverged seed that had not reached the event: censored at the "
-                              "budget (never reached), or left out; counted in the report either way")
+                              "budget (never reached), or left out; counted in the report "
+                              "either way")
 
     @field_validator("name")
     @classmethod
@@ -183,7 +185,8 @@ class Claim(StrictModel):
     statement: str = Field(min_length=1)
     source: SourceSpec
     base: ExperimentSpec
-    arms: dict[str, dict[str, Any]] = Field(min_length=1, description="arm name -> partial experiment")
+    arms: dict[str, dict[str, Any]] = Field(min_length=1,
+                                            description="arm name -> partial experiment")
     scales: dict[str, ScaleSpec]
     seeds: int = Field(ge=1, description="seeds 0..n-1 per arm")
     metric: MetricSpec
@@ -226,7 +229,8 @@ class LoadedClaim:
 
 def _override_sources(scale: str, arm: str) -> list[Path_]:
     """Where a resolved field may come from, most specific first."""
-    return [("scales", scale, "arms", arm), ("arms", arm), ("scales", scale, "overrides"), ("base",)]
+    return [("scales", scale, "arms", arm), ("arms", arm), ("scales", scale, "overrides"),
+            ("base",)]
 
 
 def _resolve(claim_data: dict[str, Any], scale: str, arm: str) -> dict[str, Any]:
@@ -315,12 +319,11 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
     out: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part in node:
+        in_dict = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if in_dict or in_list:
             node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        elif isinstance(node, dict) and node.get("kind") == part or (
-                isinstance(node, dict) and node.get("name") == part):
+        elif isinstance(node, dict) and part in (node.get("kind"), node.get("name")):
             continue  # tagged-union branch, not a key of the file
         else:
             node = None
@@ -369,7 +372,8 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(model, path[:-1], data)
             hint = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-            message = f"unknown key {path[-1]!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            message = f"unknown key {path[-1]!r}"
+            message += f" (did you mean {hint[0]!r}?)" if hint else ""
             message += f"; allowed here: {', '.join(allowed)}" if allowed else ""
         elif err["type"] == "missing":
             message = "required field is missing"

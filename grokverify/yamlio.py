@@ -105,7 +105,8 @@ def load_yaml_text(text: str, file: str) -> tuple[Any, LineMap]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        bad_line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+        text_lines = text.splitlines()
+        bad_line = text_lines[mark.line] if mark and mark.line < len(text_lines) else ""
         if "\t" in bad_line[: len(bad_line) - len(bad_line.lstrip())] or "'\\t'" in str(exc):
             message = "tab character used for indentation; YAML needs spaces"
         else:

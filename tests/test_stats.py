@@ -325,3 +325,19 @@ def test_arm_sample_validation() -> None:
 @pytest.mark.parametrize("module", ["grokverify.verdict", "grokverify.stats.survival"])
 def test_import_order_has_no_cycle(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+
+
+def test_arm_with_no_usable_seed_is_inconclusive_not_an_error() -> None:
+    import numpy as np
+
+    from grokverify.stats import CRITERIA, ArmSample, Verdict
+    from grokverify.stats.survival import SurvivalCompareParams
+
+    params = SurvivalCompareParams(name="survival_compare", baseline="a", treated="b",
+                                   direction="less", min_effect=0.2)
+    empty = ArmSample("a", np.array([]), np.array([], dtype=bool), (), {"diverged": 3})
+    full = ArmSample("b", np.array([10.0, 20.0]), np.array([True, True]), (0, 1))
+    res = CRITERIA["survival_compare"].run(params, {"a": empty, "b": full})
+    assert res.verdict == Verdict.INCONCLUSIVE
+    assert "arm 'a' has no usable seed" in res.reason and "diverged: 3" in res.reason
+    assert res.to_dict()["ci"] == [None, None]

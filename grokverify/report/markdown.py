@@ -121,8 +121,8 @@ def render_markdown(res: dict[str, Any]) -> str:
               f"- device: {', '.join(prov['device'])}; executor: {prov['executor']}",
               f"- seeds trained in this run: {prov['seeds_trained_now']}, reused from the store: "
               f"{prov['seeds_reused']} (store `{prov['store']}`)",
-              f"- training wall time (this run): {prov['train_wall_s']} s; total: "
-              f"{prov['wall_s']} s; finished {prov['finished']}",
+              f"- training time in this run (sum over trials): {prov['train_wall_s']} s; "
+              f"wall time of the run: {prov['wall_s']} s; finished {prov['finished']}",
               f"- packages: {', '.join(f'{k} {v}' for k, v in prov['packages'].items() if v)}",
               f"- python {prov['python']} on {prov['platform']}",
               "- store keys: see `result.json` (`arms.<arm>.store_keys`)",

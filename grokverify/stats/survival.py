@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
 from grokverify import verdict as verdict_rules
-from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
+from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult, Verdict
 
 Effect = Literal["ratio", "difference"]
 
@@ -244,7 +244,7 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
         raise KeyError(f"survival_compare: no data for arm(s) {missing}")
     base, treat = arms[params.baseline], arms[params.treated]
     if base.n == 0 or treat.n == 0:
-        raise ValueError("survival_compare: both arms need at least one seed")
+        return _no_usable_seeds(params, base, treat)
     estimate, ci, details = bootstrap_median_effect(
         base, treat, params.effect, params.n_boot, params.bootstrap_seed, params.ci_level
     )
@@ -274,6 +274,31 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
         arms=[summarize_arm(base, params.ci_level), summarize_arm(treat, params.ci_level)],
         details=details,
     )
+
+
+def _empty_summary(arm: ArmSample, ci_level: float) -> ArmSummary:
+    if arm.n:
+        return summarize_arm(arm, ci_level)
+    nan = math.nan
+    return ArmSummary(arm.name, 0, 0, 0, dict(arm.excluded), nan, (nan, nan))
+
+
+def _no_usable_seeds(params: SurvivalCompareParams, base: ArmSample,
+                     treat: ArmSample) -> CriterionResult:
+    """An arm whose every seed was left out by a declared rule: no comparison, INCONCLUSIVE."""
+    empty = [a for a in (base, treat) if a.n == 0]
+    why = "; ".join(f"arm {a.name!r} has no usable seed (left out: "
+                    f"{', '.join(f'{k}: {v}' for k, v in a.excluded.items()) or 'none'})"
+                    for a in empty)
+    return CriterionResult(
+        criterion="survival_compare", effect_label=_effect_label(params), estimate=math.nan,
+        ci=(math.nan, math.nan), ci_level=params.ci_level, p_value=None,
+        test="log-rank (statsmodels survdiff)", threshold=params.threshold,
+        claimed_region=_claimed_region(params), verdict=Verdict.INCONCLUSIVE,
+        reason=f"No comparison is possible: {why}.",
+        arms=[_empty_summary(base, params.ci_level), _empty_summary(treat, params.ci_level)],
+        details={"censoring": "seeds that never reach the threshold are right-censored at "
+                              "their budget"})
 
 
 def survival_compare_arms(params: BaseModel) -> list[str]:
