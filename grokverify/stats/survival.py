@@ -207,8 +207,8 @@ class SurvivalCompareParams(BaseModel):
 
 def _effect_label(p: SurvivalCompareParams) -> str:
     if p.effect == "ratio":
-        return f"ratio of KM median steps ({p.treated} / {p.baseline})"
-    return f"difference of KM median steps ({p.treated} - {p.baseline})"
+        return f"ratio of KM medians ({p.treated} / {p.baseline})"
+    return f"difference of KM medians ({p.treated} - {p.baseline})"
 
 
 def _claimed_region(p: SurvivalCompareParams) -> str:
