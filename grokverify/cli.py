@@ -10,11 +10,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from grokverify.verdict import format_ci, format_number
+
+if TYPE_CHECKING:
+    from grokverify.pipeline import ClaimRun
+    from grokverify.stats import CriterionResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 _VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "PARTIAL": "bold yellow",
@@ -49,19 +54,46 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _summary_table(run) -> Table:  # noqa: ANN001
-    res = run.result
-    table = Table(title=f"{run.loaded.claim.id} — scale {run.scale}"
-                        + ("" if run.loaded.claim.scales[run.scale].paper_setting
-                           else " (NOT the paper's setting)"))
-    for col in ("arm", "seeds", "events", "censored", "excluded", "KM median",
-                f"{res.ci_level * 100:g}% CI"):
+def _title(run: ClaimRun) -> str:
+    paper = run.loaded.claim.scales[run.scale].paper_setting
+    return f"{run.loaded.claim.id} — scale {run.scale}" + (
+        "" if paper else " (NOT the paper's setting)")
+
+
+def _arms_table(run: ClaimRun) -> Table:
+    table = Table(title=_title(run))
+    level = next(iter(run.results.values())).ci_level
+    for col in ("member", "arm", "seeds", "events", "censored", "excluded", "median",
+                f"{level * 100:g}% CI"):
         table.add_column(col)
-    for arm in res.arms:
-        excluded = sum(arm.excluded.values())
-        table.add_row(arm.name, str(arm.n + excluded), str(arm.events), str(arm.censored),
-                      str(excluded), format_number(arm.median), format_ci(arm.median_ci))
+    for member, res in run.results.items():
+        for arm in res.arms:
+            excluded = sum(arm.excluded.values())
+            table.add_row(member or "—", arm.name, str(arm.n + excluded), str(arm.events),
+                          str(arm.censored), str(excluded), format_number(arm.median),
+                          format_ci(arm.median_ci))
     return table
+
+
+def _effect_line(res: CriterionResult) -> str:
+    p = format_number(res.p_value) if res.p_value is not None else "—"
+    return (f"{res.effect_label} = {format_number(res.estimate)}, {res.ci_level * 100:g}% CI "
+            f"{format_ci(res.ci)}, {res.test.split(' (')[0]} p = {p}")
+
+
+def _print_run(run: ClaimRun, console: Console) -> None:
+    console.print(_arms_table(run))
+    style = _VERDICT_STYLE[run.verdict.value]
+    if run.family is None:
+        console.print(f"[{style}]{run.verdict.value}[/{style}]  {_effect_line(run.result)}")
+    else:
+        for m in run.family.members:
+            console.print(f"  {m.member}: {m.verdict.value}  {_effect_line(m.result)}")
+        console.print(f"[{style}]{run.verdict.value}[/{style}]  family of "
+                      f"{len(run.family.members)} ({run.family.correction} correction)")
+    console.print(f"  {run.reason}")
+    console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
+                  f"report: {run.report_dir / 'report.md'}")
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -89,16 +121,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}")
         return EXIT_RUN_FAILED
     for run in runs:
-        res = run.result
-        console.print(_summary_table(run))
-        style = _VERDICT_STYLE[res.verdict.value]
-        console.print(f"[{style}]{res.verdict.value}[/{style}]  {res.effect_label} = "
-                      f"{format_number(res.estimate)}, {res.ci_level * 100:g}% CI "
-                      f"{format_ci(res.ci)}, log-rank p = "
-                      f"{format_number(res.p_value) if res.p_value is not None else '—'}")
-        console.print(f"  {res.reason}")
-        console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
-                      f"report: {run.report_dir / 'report.md'}")
+        _print_run(run, console)
     return EXIT_OK
 
 

@@ -159,7 +159,7 @@ class RayExecutor:
                         records = ray.get(ref)
                     except ray.exceptions.RayError as exc:
                         raise ExecutionError(
-                            f"{trial.claim_id}: arm {trial.arm}, seeds {list(trial.seeds)} "
+                            f"{trial.claim_id}: arm {trial.label}, seeds {list(trial.seeds)} "
                             f"failed on Ray: {exc}") from exc
                     on_done(trial, records)
                     done_steps += trial.seed_steps

@@ -1,4 +1,4 @@
-"""Claim × scale → per-arm seed lists with store keys → trials (chunks of seeds still to train)."""
+"""Claim × scale → per-(member, arm) seed lists with store keys → trials (chunks still to train)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from grokverify.store import Store, record_key
 
 @dataclass(frozen=True)
 class ArmPlan:
-    """Every seed one arm needs at one scale, and the store key of each."""
+    """Every seed one arm of one family member needs at one scale, and the store key of each."""
 
+    member: str  # "" for a claim without a family
     arm: str
     experiment: ExperimentSpec
     seeds: tuple[int, ...]
@@ -23,10 +24,15 @@ class Trial:
     """One unit of work: a chunk of seeds of one arm, trained as one batched model."""
 
     claim_id: str
+    member: str
     arm: str
     experiment: ExperimentSpec
     seeds: tuple[int, ...]
     keys: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.member}/{self.arm}" if self.member else self.arm
 
     @property
     def seed_steps(self) -> int:
@@ -36,11 +42,12 @@ class Trial:
 def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
               n_seeds: int | None = None) -> list[ArmPlan]:
     n = n_seeds or loaded.scale_seeds(scale)
+    seeds = tuple(range(n))
     plans = []
-    for arm, exp in loaded.resolved[scale].items():
-        seeds = tuple(range(n))
-        keys = tuple(record_key(exp, s, device_type) for s in seeds)
-        plans.append(ArmPlan(arm, exp, seeds, keys))
+    for member, arms in loaded.members(scale).items():
+        for arm, exp in arms.items():
+            keys = tuple(record_key(exp, s, device_type) for s in seeds)
+            plans.append(ArmPlan(member, arm, exp, seeds, keys))
     return plans
 
 
@@ -56,6 +63,6 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store,
         scheduled.update(k for _, k in todo)
         for i in range(0, len(todo), chunk_size):
             part = todo[i:i + chunk_size]
-            trials.append(Trial(claim_id, plan.arm, plan.experiment,
+            trials.append(Trial(claim_id, plan.member, plan.arm, plan.experiment,
                                 tuple(s for s, _ in part), tuple(k for _, k in part)))
     return trials

@@ -17,10 +17,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from grokverify.execute import EXECUTORS, ExecutionError, Executor, resolve_device
 from grokverify.expand import ArmPlan, Trial, pending_trials, plan_arms
+from grokverify.family import FamilyResult, combine
 from grokverify.report import write_report
 from grokverify.samples import arm_sample
-from grokverify.spec import LoadedClaim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult
+from grokverify.spec import SINGLE, LoadedClaim
+from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
 from grokverify.store import Store
 
 
@@ -51,12 +52,27 @@ class ClaimRun:
     plans: list[ArmPlan]
     trained: int = 0  # seeds trained in this run
     reused: int = 0  # seeds taken from the store
-    result: CriterionResult | None = None
-    samples: dict[str, ArmSample] = field(default_factory=dict)
+    results: dict[str, CriterionResult] = field(default_factory=dict)  # member -> result
+    samples: dict[str, dict[str, ArmSample]] = field(default_factory=dict)  # member -> arm -> ...
+    family: FamilyResult | None = None
     report_dir: Path | None = None
     wall_s: float = 0.0
     train_wall_s: float = 0.0
     started: str = field(default_factory=lambda: _now())
+
+
+    @property
+    def result(self) -> CriterionResult:
+        """The criterion result of a claim without a family."""
+        return self.results[SINGLE]
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.family.verdict if self.family else self.result.verdict
+
+    @property
+    def reason(self) -> str:
+        return self.family.reason if self.family else self.result.reason
 
 
 def _device_for(opts: RunOptions) -> str:
@@ -113,17 +129,22 @@ def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
     return walls
 
 
-def analyse(run: ClaimRun, store: Store) -> CriterionResult:
+def analyse(run: ClaimRun, store: Store) -> None:
+    """Per member: records → samples → criterion; then the family combination, if any."""
     claim = run.loaded.claim
-    samples = {}
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
         if missing:
-            raise ExecutionError(f"{claim.id}: arm {plan.arm} has no record for seeds {missing}")
-        samples[plan.arm] = arm_sample(plan.arm, records, claim.metric)  # type: ignore[arg-type]
-    run.samples = samples
-    return CRITERIA[claim.criterion.name].run(claim.criterion, samples)
+            raise ExecutionError(f"{claim.id}: {plan.member or 'arm'} {plan.arm} has no record "
+                                 f"for seeds {missing}")
+        sample = arm_sample(plan.arm, records, claim.metric)  # type: ignore[arg-type]
+        run.samples.setdefault(plan.member, {})[plan.arm] = sample
+    criterion = CRITERIA[claim.criterion.name]
+    run.results = {member: criterion.run(claim.criterion, samples)
+                   for member, samples in run.samples.items()}
+    if claim.family is not None:
+        run.family = combine(run.results, claim.family.correction)
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:
@@ -146,7 +167,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
     walls = _train(trials, store, opts, device, console) if trials else {}
     for run in runs:
         run.train_wall_s = walls.get(run.loaded.claim.id, 0.0)
-        run.result = analyse(run, store)
+        analyse(run, store)
         run.wall_s = time.perf_counter() - start
         run.report_dir = write_report(run, store, opts, device)
     return runs

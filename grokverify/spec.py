@@ -179,6 +179,15 @@ class ScaleSpec(StrictModel):
                                             description="per-arm partial experiments")
 
 
+class FamilySpec(StrictModel):
+    """One comparison per member (e.g. per task), corrected for multiplicity across members."""
+
+    correction: Literal["holm", "bonferroni", "none"] = Field(
+        "holm", description="statsmodels multipletests method applied across members")
+    members: dict[str, dict[str, Any]] = Field(
+        min_length=2, description="member name -> partial experiment applied to every arm")
+
+
 class Claim(StrictModel):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     title: str = Field(min_length=1)
@@ -191,6 +200,8 @@ class Claim(StrictModel):
     seeds: int = Field(ge=1, description="seeds 0..n-1 per arm")
     metric: MetricSpec
     criterion: CriterionSpec
+    family: FamilySpec | None = Field(
+        None, description="run the comparison once per member and combine the verdicts")
     notes: str = ""
 
     @field_validator("scales")
@@ -217,25 +228,43 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-class LoadedClaim:
-    """A validated claim with every scale × arm resolved to an ExperimentSpec."""
+SINGLE = ""  # the one member of a claim without a family
 
-    def __init__(self, claim: Claim, path: Path, resolved: dict[str, dict[str, ExperimentSpec]]):
-        self.claim, self.path, self.resolved = claim, path, resolved
+Units = dict[str, dict[str, ExperimentSpec]]  # member -> arm -> experiment
+
+
+class LoadedClaim:
+    """A validated claim with every scale × member × arm resolved to an ExperimentSpec."""
+
+    def __init__(self, claim: Claim, path: Path, units: dict[str, Units]):
+        self.claim, self.path, self.units = claim, path, units
+
+    @property
+    def resolved(self) -> dict[str, dict[str, ExperimentSpec]]:
+        """scale -> arm -> experiment, for a claim without a family."""
+        return {scale: members[SINGLE] for scale, members in self.units.items()
+                if SINGLE in members}
+
+    def members(self, scale: str) -> Units:
+        return self.units[scale]
 
     def scale_seeds(self, scale: str) -> int:
         return self.claim.scales[scale].seeds or self.claim.seeds
 
 
-def _override_sources(scale: str, arm: str) -> list[Path_]:
+def _override_sources(scale: str, member: str, arm: str) -> list[Path_]:
     """Where a resolved field may come from, most specific first."""
-    return [("scales", scale, "arms", arm), ("arms", arm), ("scales", scale, "overrides"),
-            ("base",)]
+    member_source = [("family", "members", member)] if member != SINGLE else []
+    return [("scales", scale, "arms", arm), ("arms", arm), *member_source,
+            ("scales", scale, "overrides"), ("base",)]
 
 
-def _resolve(claim_data: dict[str, Any], scale: str, arm: str) -> dict[str, Any]:
+def _resolve(claim_data: dict[str, Any], scale: str, member: str, arm: str) -> dict[str, Any]:
+    """base, then the scale's overrides, the family member, the arm, the scale's arm override."""
     scale_data = claim_data["scales"][scale]
     merged = deep_merge(claim_data["base"], scale_data.get("overrides") or {})
+    if member != SINGLE:
+        merged = deep_merge(merged, claim_data["family"]["members"][member] or {})
     merged = deep_merge(merged, claim_data["arms"][arm] or {})
     return deep_merge(merged, (scale_data.get("arms") or {}).get(arm) or {})
 
@@ -269,21 +298,24 @@ def load_claim(path: Path | str) -> LoadedClaim:
                                     f"arms are {sorted(claim.arms)}"))
     if problems:
         raise SpecError(problems)
-    resolved: dict[str, dict[str, ExperimentSpec]] = {}
+    member_names = list(claim.family.members) if claim.family else [SINGLE]
+    units: dict[str, Units] = {}
     for scale_name in claim.scales:
-        resolved[scale_name] = {}
-        for arm in claim.arms:
-            merged = _resolve(data, scale_name, arm)
-            try:
-                resolved[scale_name][arm] = ExperimentSpec.model_validate(merged)
-            except ValidationError as exc:
-                for problem in _problems(exc, file, lines, merged, ExperimentSpec, (),
-                                         _override_sources(scale_name, arm)):
-                    if problem not in problems:
-                        problems.append(problem)
+        units[scale_name] = {}
+        for member in member_names:
+            units[scale_name][member] = {}
+            for arm in claim.arms:
+                merged = _resolve(data, scale_name, member, arm)
+                try:
+                    units[scale_name][member][arm] = ExperimentSpec.model_validate(merged)
+                except ValidationError as exc:
+                    for problem in _problems(exc, file, lines, merged, ExperimentSpec, (),
+                                             _override_sources(scale_name, member, arm)):
+                        if problem not in problems:
+                            problems.append(problem)
     if problems:
         raise SpecError(problems)
-    return LoadedClaim(claim, path, resolved)
+    return LoadedClaim(claim, path, units)
 
 
 # ---------------------------------------------------------------- error messages

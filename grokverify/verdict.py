@@ -13,6 +13,13 @@ and belongs to the claimed region (the boundary is inclusive on both rules):
 
 Infinite CI bounds are legitimate (a median beyond the training budget) and are compared as
 ordinary numbers. PARTIAL is never produced here; it is reserved for combining criteria.
+
+Two-sided (interval) claims -- "equal within a margin", "a value near the paper's number" -- use
+`decide_interval`, whose claimed region ``[lower, upper]`` includes both ends:
+
+* SUPPORTED    -- ``lower <= ci_low`` and ``ci_high <= upper`` (the CI lies within the region).
+* REFUTED      -- ``ci_high < lower`` or ``ci_low > upper`` (the CI lies wholly outside).
+* INCONCLUSIVE -- otherwise (the CI overlaps an end of the region), or the CI is undefined.
 """
 
 from __future__ import annotations
@@ -78,3 +85,34 @@ def decide(
         f"support nor refute the claim {tail}"
     )
     return Verdict.INCONCLUSIVE, reason
+
+
+def decide_interval(
+    ci: tuple[float, float],
+    lower: float,
+    upper: float,
+    estimate: float,
+    effect_label: str,
+    ci_level: float,
+) -> tuple[Verdict, str]:
+    """Two-sided analogue of `decide` for a claimed region ``[lower, upper]`` (both ends belong to
+    it): SUPPORTED when ``lower <= ci_low`` and ``ci_high <= upper``; REFUTED when the CI lies
+    wholly outside (``ci_high < lower`` or ``ci_low > upper``); INCONCLUSIVE otherwise, or when
+    the CI is undefined (a NaN bound, or low > high)."""
+    if math.isnan(lower) or math.isnan(upper) or lower > upper:
+        raise ValueError(f"the claimed region [{lower}, {upper}] is not an interval")
+    low, high = float(ci[0]), float(ci[1])
+    head = f"The {ci_level * 100:g}% CI of the {effect_label}, {format_ci((low, high))},"
+    tail = f"(point estimate {format_number(estimate)})."
+    region = format_ci((lower, upper))
+    if math.isnan(low) or math.isnan(high) or low > high:
+        return Verdict.INCONCLUSIVE, f"{head} is undefined, so no verdict can be drawn {tail}"
+    if lower <= low and high <= upper:
+        return Verdict.SUPPORTED, f"{head} lies wholly within the claimed region {region} {tail}"
+    if high < lower or low > upper:
+        side = "below" if high < lower else "above"
+        return Verdict.REFUTED, (f"{head} lies wholly {side} the claimed region {region}, "
+                                 f"excluding it {tail}")
+    return Verdict.INCONCLUSIVE, (f"{head} overlaps the claimed region {region} without lying "
+                                  f"within it, so the data neither support nor refute the claim "
+                                  f"{tail}")

@@ -32,22 +32,61 @@ def _scale_banner(scale: dict[str, Any]) -> str:
             f"`--scale paper` for the paper's own setting.")
 
 
-def _arm_table(result: dict[str, Any], arms: dict[str, Any]) -> list[str]:
-    rows = ["| arm | seeds | events | censored | diverged | excluded | KM median | 95% CI |",
-            "|---|---|---|---|---|---|---|---|"]
+def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -> list[str]:
     level = result["ci_level"]
-    rows[0] = rows[0].replace("95% CI", f"{level * 100:g}% CI")
+    rows = [f"| arm | seeds | events | censored | diverged | excluded | median | "
+            f"{level * 100:g}% CI |", "|---|---|---|---|---|---|---|---|"]
     for arm in result["arms"]:
+        info = arms[f"{member}/{arm['name']}" if member else arm["name"]]
         excluded = ", ".join(f"{k}: {v}" for k, v in arm["excluded"].items()) or "0"
-        rows.append(f"| {arm['name']} | {len(arms[arm['name']]['seeds'])} | {arm['events']} | "
-                    f"{arm['censored']} | {arms[arm['name']]['diverged']} | {excluded} | "
+        rows.append(f"| {arm['name']} | {len(info['seeds'])} | {arm['events']} | "
+                    f"{arm['censored']} | {info['diverged']} | {excluded} | "
                     f"{_num(arm['median'])} | {_ci(arm['median_ci'])} |")
     return rows
 
 
+def _effect_lines(result: dict[str, Any]) -> list[str]:
+    p = result["p_value"]
+    return [
+        f"- Effect: {result['effect_label']} = **{_num(result['estimate'])}**, "
+        f"{result['ci_level'] * 100:g}% CI {_ci(result['ci'])}",
+        f"- Claimed region: {result['claimed_region']}",
+        f"- Test: {result['test']}, p = {_num(p) if p is not None else '—'}",
+    ]
+
+
+def _single_result(res: dict[str, Any]) -> list[str]:
+    result = res["result"]
+    return [*_effect_lines(result), f"- Verdict: **{res['verdict']}**", "",
+            *_arm_table(result, res["arms"]), "",
+            "How censoring is handled: " + str(result["details"].get("censoring", "")), ""]
+
+
+def _family_result(res: dict[str, Any]) -> list[str]:
+    fam = res["family"]
+    out = [f"Family of {len(fam['members'])} members; correction across members: "
+           f"`{fam['correction']}` (statsmodels multipletests) on one-sided p-values against the "
+           f"boundary of the claimed region, level {_num(fam['alpha_one_sided'])} each side.",
+           "", "| member | effect | CI | test p | p support (adj.) | p refute (adj.) | verdict |",
+           "|---|---|---|---|---|---|---|"]
+    for m in fam["members"]:
+        r = m["result"]
+        out.append(f"| {m['member']} | {_num(r['estimate'])} | {_ci(r['ci'])} | "
+                   f"{_num(r['p_value'])} | {_num(m['p_support'])} ({_num(m['p_support_adj'])}) "
+                   f"| {_num(m['p_refute'])} ({_num(m['p_refute_adj'])}) | {m['verdict']} |")
+    out += ["", f"Family verdict: **{res['verdict']}** — {fam['reason']}", ""]
+    for m in fam["members"]:
+        r = m["result"]
+        out += [f"### {m['member']}: {m['verdict']}", "", *_effect_lines(r), "",
+                *_arm_table(r, res["arms"], m["member"]), ""]
+    first = fam["members"][0]["result"]
+    out += ["How censoring is handled: " + str(first["details"].get("censoring", "")), ""]
+    return out
+
+
 def _setup(arms: dict[str, Any]) -> list[str]:
     out = []
-    for name, arm in arms.items():
+    for name, arm in arms.items():  # name: "arm" or "member/arm"
         exp = arm["experiment"]
         override = json.dumps(arm["override"], sort_keys=True) if arm["override"] else "{}"
         out += [f"- **{name}** (override of base: `{override}`)",
@@ -63,20 +102,20 @@ def _per_seed(rows: list[dict[str, Any]]) -> list[str]:
            "stopped | diverged |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         div = f"yes (step {r['diverged_step']})" if r["diverged"] else "no"
-        out.append(f"| {r['arm']} | {r['seed']} | {_num(r['train_step'])} | "
+        arm = f"{r['member']}/{r['arm']}" if r.get("member") else r["arm"]
+        out.append(f"| {arm} | {r['seed']} | {_num(r['train_step'])} | "
                    f"{_num(r['val_step'])} | {_num(r['gap'])} | {_num(r['final_train_acc'])} | "
                    f"{_num(r['final_val_acc'])} | {r['stopped_step']} | {div} |")
     return out
 
 
 def render_markdown(res: dict[str, Any]) -> str:
-    claim, result, prov = res["claim"], res["result"], res["provenance"]
+    claim, prov = res["claim"], res["provenance"]
     src = claim["source"]
-    p = result["p_value"]
     lines = [
         f"# {claim['title']}",
         "",
-        f"**Verdict: {res['verdict']}** — {result['reason']}",
+        f"**Verdict: {res['verdict']}** — {res['reason']}",
         "",
         _scale_banner(res["scale"]),
         "",
@@ -92,16 +131,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         f"- Metric: `{res['metric']['name']}` — {res['metric']['description']} "
         f"Diverged seeds: {res['metric']['on_diverged']}.",
-        f"- Effect: {result['effect_label']} = **{_num(result['estimate'])}**, "
-        f"{result['ci_level'] * 100:g}% CI {_ci(result['ci'])}",
-        f"- Claimed region: {result['claimed_region']}",
-        f"- Test: {result['test']}, p = {_num(p) if p is not None else '—'}",
-        f"- Verdict: **{res['verdict']}**",
-        "",
-        *_arm_table(result, res["arms"]),
-        "",
-        "How censoring is handled: " + str(result["details"].get("censoring", "")),
-        "",
+        *(_family_result(res) if res["family"] else _single_result(res)),
         "![accuracy curves](curves.png)",
         "",
         "![Kaplan–Meier curves](survival.png)",

@@ -24,8 +24,12 @@ if TYPE_CHECKING:
     from grokverify.pipeline import ClaimRun, RunOptions
 
 
-def _seed_rows(arm: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"arm": arm, **rec["result"]["summary"]} for rec in records]
+def _label(member: str, arm: str) -> str:
+    return f"{member}/{arm}" if member else arm
+
+
+def _seed_rows(member: str, arm: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"member": member, "arm": arm, **rec["result"]["summary"]} for rec in records]
 
 
 def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> dict[str, Any]:
@@ -37,16 +41,16 @@ def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         devices.update(f"{r['device']} ({r['device_name']})" for r in records if r)
-        rows = _seed_rows(plan.arm, [r for r in records if r])
+        rows = _seed_rows(plan.member, plan.arm, [r for r in records if r])
         per_seed.extend(rows)
-        arms[plan.arm] = {
+        arms[_label(plan.member, plan.arm)] = {
+            "member": plan.member, "arm": plan.arm,
             "override": claim.arms[plan.arm],
             "experiment": plan.experiment.model_dump(mode="json"),
             "seeds": list(plan.seeds),
             "diverged": sum(1 for r in rows if r["diverged"]),
             "store_keys": list(plan.keys),
         }
-    assert run.result is not None
     return jsonable({
         "claim": {"id": claim.id, "title": claim.title, "statement": claim.statement,
                   "source": claim.source.model_dump(), "notes": claim.notes,
@@ -56,8 +60,12 @@ def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
         "metric": {**claim.metric.model_dump(), "description": DESCRIPTIONS[claim.metric.name]},
         "criterion": claim.criterion.model_dump(),
         "arms": arms,
-        "result": run.result.to_dict(),
-        "verdict": run.result.verdict.value,
+        "family": ({"correction": claim.family.correction,
+                    "members": claim.family.members, **run.family.to_dict()}
+                   if claim.family and run.family else None),
+        "result": None if claim.family else run.result.to_dict(),
+        "verdict": run.verdict.value,
+        "reason": run.reason,
         "per_seed": per_seed,
         "provenance": {
             **provenance(), "code_version": code_version(), "device": sorted(devices),
@@ -81,11 +89,12 @@ def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
     out = opts.reports / run.loaded.claim.id
     out.mkdir(parents=True, exist_ok=True)
     result = build_result(run, store, opts, device)
-    records = {p.arm: [store.get(k) for k in p.keys] for p in run.plans}
+    records = {_label(p.member, p.arm): [store.get(k) for k in p.keys] for p in run.plans}
+    samples = {_label(member, arm): s for member, arms in run.samples.items()
+               for arm, s in arms.items()}
     figures = {
         "curves": plot_curves(records, out / "curves.png"),
-        "survival": plot_survival(run.samples, f"{run.loaded.claim.metric.name} (steps)",
-                                  out / "survival.png"),
+        "survival": plot_survival(samples, run.loaded.claim.metric.name, out / "survival.png"),
     }
     result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
     _atomic_write(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")

@@ -13,6 +13,11 @@ from grokverify.stats.base import (
     CriterionResult,
     Verdict,
 )
+from grokverify.stats.correlation import CORRELATION
+from grokverify.stats.cox import COX_HAZARD_RATIO
+from grokverify.stats.equivalence import EQUIVALENCE
+from grokverify.stats.proportion import PROPORTION
+from grokverify.stats.scalar import SCALAR_COMPARE, VALUE_CRITERION
 from grokverify.stats.survival import SURVIVAL_COMPARE
 
 CRITERIA: dict[str, Criterion] = {}
@@ -25,7 +30,9 @@ def register(c: Criterion) -> None:
     CRITERIA[c.name] = c
 
 
-register(SURVIVAL_COMPARE)
+for _criterion in (SURVIVAL_COMPARE, COX_HAZARD_RATIO, SCALAR_COMPARE, EQUIVALENCE, PROPORTION,
+                   CORRELATION, VALUE_CRITERION):
+    register(_criterion)
 
 __all__ = [
     "CRITERIA",

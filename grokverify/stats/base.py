@@ -55,6 +55,9 @@ def _json_float(x: float) -> float | str | None:
     return x
 
 
+OBSERVED_SUFFIX = ".observed"
+
+
 @dataclass(frozen=True, eq=False)
 class ArmSample:
     """Per-seed time-to-event data for one arm.
@@ -63,6 +66,12 @@ class ArmSample:
     step (the budget) when ``observed`` is False. Arrays are coerced to float / bool so that the
     statistics never see integer or object arrays; ``eq=False`` because element-wise array
     comparison has no single truth value (identity equality and hashing instead).
+
+    ``extra`` optionally holds further per-seed metrics of the *same* seeds, in the same order
+    (name -> array of the same length), for criteria that relate two metrics (``correlation``).
+    Values are floats; NaN marks a seed for which that metric is undefined. A key
+    ``"<metric>.observed"`` may carry that metric's observed mask (coerced to bool); without it
+    every finite value of the metric counts as observed.
     """
 
     name: str
@@ -70,6 +79,7 @@ class ArmSample:
     observed: np.ndarray
     seeds: tuple[int, ...]
     excluded: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         times = np.asarray(self.times, dtype=float).reshape(-1)
@@ -80,8 +90,17 @@ class ArmSample:
             raise ValueError(f"arm {self.name!r}: {len(self.seeds)} seeds for {times.size} times")
         if not np.all(np.isfinite(times)) or np.any(times < 0):
             raise ValueError(f"arm {self.name!r}: times must be finite and >= 0")
+        extra: dict[str, np.ndarray] = {}
+        for key, values in dict(self.extra).items():
+            kind = bool if str(key).endswith(OBSERVED_SUFFIX) else float
+            arr = np.asarray(values, dtype=kind).reshape(-1)
+            if arr.size != times.size:
+                raise ValueError(f"arm {self.name!r}: extra metric {key!r} has {arr.size} values "
+                                 f"for {times.size} seeds")
+            extra[str(key)] = arr
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "observed", observed)
+        object.__setattr__(self, "extra", extra)
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
 
     @property
@@ -95,7 +114,12 @@ class ArmSample:
 
 @dataclass
 class ArmSummary:
-    """Descriptive per-arm numbers; math.inf where the median is not reached / CI unbounded."""
+    """Descriptive per-arm numbers; math.inf where the median is not reached / CI unbounded.
+
+    ``median``/``median_ci`` are always the Kaplan-Meier median of the arm's per-seed values
+    (censored seeds right-censored); ``stats`` holds the numbers the criterion itself used for
+    this arm (e.g. ``{"mean": ..., "censored_as_budget": ...}``), NaN where undefined.
+    """
 
     name: str
     n: int
@@ -104,6 +128,7 @@ class ArmSummary:
     excluded: dict[str, int]
     median: float
     median_ci: tuple[float, float]
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -123,6 +148,10 @@ class CriterionResult:
     reason: str
     arms: list[ArmSummary]
     details: dict[str, Any]
+    # One-sided p-values against the boundary of the claimed region, for families (multiplicity
+    # correction): small p_support = the effect lies inside the region; small p_refute = outside.
+    p_support: float | None = None
+    p_refute: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict: inf -> "inf", -inf -> "-inf", NaN -> None (see module docstring)."""
@@ -133,9 +162,16 @@ class CriterionResult:
 
 @dataclass(frozen=True)
 class Criterion:
-    """A named, parameterised statistical test that yields a verdict for a claim."""
+    """A named, parameterised statistical test that yields a verdict for a claim.
+
+    ``metrics_of`` (optional) names the per-seed metrics the criterion reads (e.g.
+    ``correlation``'s ``[x, y]``); the pipeline should put each into ``ArmSample.extra[name]``
+    (with ``"<name>.observed"``). A name missing from ``extra`` is read from ``ArmSample.times``,
+    which is right only when it is the claim's own ``metric``. None: the claim's metric only.
+    """
 
     name: str
     params_model: type[pydantic.BaseModel]
     run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult]
     arms_of: Callable[[pydantic.BaseModel], list[str]]
+    metrics_of: Callable[[pydantic.BaseModel], list[str]] | None = None

@@ -134,12 +134,15 @@ def bootstrap_median_effect(
     n_boot: int,
     seed: int,
     ci_level: float,
+    region: tuple[Literal["less", "greater"], float] | None = None,
 ) -> tuple[float, tuple[float, float], dict[str, Any]]:
     """Point estimate of the median effect and its stratified percentile-bootstrap CI.
 
     Seeds are resampled with replacement within each arm, keeping each seed's (time, observed)
     pair, so censored seeds stay censored. Resamples whose effect is undefined (inf/inf, inf-inf)
     are dropped and counted; the CI uses order statistics (inverted CDF) so inf bounds stay inf.
+    With `region` = (direction, threshold), details also get the bootstrap one-sided p-values:
+    p_support = share of resamples outside the claimed region, p_refute = share inside it.
     """
     if base.n == 0 or treat.n == 0:
         raise ValueError("both arms need at least one seed")
@@ -166,6 +169,11 @@ def bootstrap_median_effect(
         "n_base_median_beyond_budget": int(np.isinf(base_medians).sum()),
         "n_treated_median_beyond_budget": int(np.isinf(treat_medians).sum()),
     }
+    if region is not None and valid.size:
+        direction, threshold = region
+        inside = valid <= threshold if direction == "less" else valid >= threshold
+        details["p_support"] = float(np.mean(~inside))
+        details["p_refute"] = float(np.mean(inside))
     return median_effect(base_med, treat_med, effect), ci, details
 
 
@@ -246,7 +254,8 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
     if base.n == 0 or treat.n == 0:
         return _no_usable_seeds(params, base, treat)
     estimate, ci, details = bootstrap_median_effect(
-        base, treat, params.effect, params.n_boot, params.bootstrap_seed, params.ci_level
+        base, treat, params.effect, params.n_boot, params.bootstrap_seed, params.ci_level,
+        region=(params.direction, params.threshold),
     )
     chisq, p = logrank(base, treat)
     label = _effect_label(params)
@@ -273,6 +282,8 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
         reason=reason,
         arms=[summarize_arm(base, params.ci_level), summarize_arm(treat, params.ci_level)],
         details=details,
+        p_support=details.get("p_support"),
+        p_refute=details.get("p_refute"),
     )
 
 

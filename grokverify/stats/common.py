@@ -1,0 +1,230 @@
+"""Pieces shared by the criteria: arm look-up, per-arm summaries, INCONCLUSIVE results, the
+censoring policies and their lower-bound rule, statistics of a per-seed scalar, and the BCa
+bootstrap with its percentile fallback.
+
+Censoring. A censored seed's value is its censoring value (the budget): a *lower bound* on the
+true value. Criteria that compare values offer ``censored: as_budget`` (use the lower bound) or
+``refuse`` (no verdict while any value is censored). Under ``as_budget`` the *lower-bound rule*
+applies: mean, median and IQM never decrease when a value rises, so a censored value can only
+have pulled its arm's statistic down. A verdict that this pull favours stands only when the
+statistic of every arm whose pull favours it is *determined* despite censoring (`determined`);
+otherwise the verdict is withheld (INCONCLUSIVE) with the reason. The bootstrap resamples are not
+re-checked: the rule is applied to the arms as observed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import pydantic
+from scipy import stats as sps
+
+from grokverify import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, ArmSummary, CriterionResult, Verdict
+from grokverify.stats.survival import summarize_arm
+
+Statistic = Literal["mean", "median", "iqm"]
+CensoredPolicy = Literal["as_budget", "refuse"]
+P = TypeVar("P", bound=pydantic.BaseModel)
+
+IQM_CUT = 0.25  # rliable's interquartile mean: scipy.stats.trim_mean(x, 0.25)
+
+
+def expect_params(params: pydantic.BaseModel, cls: type[P]) -> P:
+    """The params, checked to be of the criterion's own model (a wiring error otherwise)."""
+    if not isinstance(params, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(params).__name__}")
+    return params
+
+
+def require_arms(criterion: str, names: Sequence[str],
+                 arms: dict[str, ArmSample]) -> list[ArmSample]:
+    """The named arms' data; a missing arm is a wiring error (KeyError), not a verdict."""
+    missing = [a for a in names if a not in arms]
+    if missing:
+        raise KeyError(f"{criterion}: no data for arm(s) {missing}")
+    return [arms[a] for a in names]
+
+
+def excluded_words(arm: ArmSample) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in arm.excluded.items()) or "none"
+
+
+def too_few_seeds(arms: Sequence[ArmSample], need: int) -> str | None:
+    """Why some arm cannot be analysed (fewer than `need` usable seeds), or None."""
+    parts = []
+    for a in arms:
+        if a.n == 0:
+            parts.append(f"arm {a.name!r} has no usable seed (left out: {excluded_words(a)})")
+        elif a.n < need:
+            parts.append(f"arm {a.name!r} has {a.n} usable seed(s), fewer than the {need} this "
+                         f"criterion needs (left out: {excluded_words(a)})")
+    return "; ".join(parts) or None
+
+
+def summarize(arm: ArmSample, ci_level: float, stats: dict[str, Any] | None = None) -> ArmSummary:
+    """KM median row of an arm (NaN when it has no seed) plus the criterion's own numbers."""
+    if arm.n:
+        out = summarize_arm(arm, ci_level)
+    else:
+        out = ArmSummary(arm.name, 0, 0, 0, dict(arm.excluded), math.nan, (math.nan, math.nan))
+    out.stats = dict(stats or {})
+    return out
+
+
+def censored_count(arm: ArmSample) -> int:
+    return int(arm.n - arm.events)
+
+
+@dataclass
+class Frame:
+    """The fixed parts of a criterion's result, so that every exit path reports them alike."""
+
+    criterion: str
+    effect_label: str
+    test: str
+    threshold: float
+    claimed_region: str
+    ci_level: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def result(self, estimate: float, ci: tuple[float, float], p_value: float | None,
+               verdict: Verdict, reason: str, arms: list[ArmSummary],
+               details: dict[str, Any] | None = None) -> CriterionResult:
+        p = None if p_value is None or math.isnan(float(p_value)) else float(p_value)
+        return CriterionResult(
+            criterion=self.criterion, effect_label=self.effect_label, estimate=float(estimate),
+            ci=(float(ci[0]), float(ci[1])), ci_level=self.ci_level, p_value=p, test=self.test,
+            threshold=float(self.threshold), claimed_region=self.claimed_region,
+            verdict=verdict, reason=reason, arms=arms,
+            details={**self.details, **(details or {})})
+
+    def inconclusive(self, why: str, arms: list[ArmSummary],
+                     details: dict[str, Any] | None = None) -> CriterionResult:
+        """No estimate: the reason says why no comparison is possible."""
+        reason = f"No verdict is possible: {why}."
+        return self.result(math.nan, (math.nan, math.nan), None, Verdict.INCONCLUSIVE, reason,
+                           arms, details)
+
+
+# ---------------------------------------------------------------- censoring
+
+
+def censoring_details(arms: Sequence[ArmSample], policy: CensoredPolicy) -> dict[str, Any]:
+    """What the details say about censoring under a policy, with the per-arm counts."""
+    how = {
+        "as_budget": "censored values enter as their censoring value (the budget), a lower bound "
+                     "on the true value; the lower-bound rule withholds any verdict that this "
+                     "could have produced (see docs/verdicts.md)",
+        "refuse": "censored: refuse -- any censored value withholds the verdict (INCONCLUSIVE)",
+    }[policy]
+    return {"censoring": how, "censored_policy": policy,
+            "censored_seeds": {a.name: censored_count(a) for a in arms}}
+
+
+def refusal(arms: Sequence[ArmSample], policy: CensoredPolicy) -> str | None:
+    """The reason to refuse under ``censored: refuse`` when any arm has a censored value."""
+    if policy != "refuse":
+        return None
+    bad = [a for a in arms if censored_count(a)]
+    if not bad:
+        return None
+    who = " and ".join(f"arm {a.name!r} has {censored_count(a)} of {a.n} seeds censored"
+                       for a in bad)
+    return f"{who}, and the claim sets `censored: refuse` (a censored value is only a lower bound)"
+
+
+def determined(values: np.ndarray, observed: np.ndarray, statistic: Statistic) -> bool:
+    """Whether the statistic of an arm is fixed whatever the censored seeds' true values are.
+
+    True values of censored seeds are above their censoring values. When every censoring value
+    is >= every observed value (a common budget), the censored seeds are the top order
+    statistics, and the median is determined while at most ``(n - 1) // 2`` of them are censored
+    and the IQM while at most ``int(0.25 n)`` are (its trimmed top); the mean never is.
+    """
+    cens = ~np.asarray(observed, dtype=bool)
+    c = int(cens.sum())
+    if c == 0:
+        return True
+    values = np.asarray(values, dtype=float)
+    if (~cens).any() and values[cens].min() < values[~cens].max():
+        return False
+    n = values.size
+    if statistic == "median":
+        return c <= (n - 1) // 2
+    if statistic == "iqm":
+        return c <= int(IQM_CUT * n)
+    return False
+
+
+def lower_bound_rule(verdict: Verdict, reason: str, at_risk: Sequence[ArmSample],
+                     statistic: str) -> tuple[Verdict, str, list[str]]:
+    """Withhold `verdict` when an arm whose lower-bound pull favours it is undetermined.
+
+    `at_risk` are the undetermined arms whose censored values could have produced `verdict`.
+    Returns the (possibly withheld) verdict, its reason and the names of the arms that withheld.
+    """
+    if not at_risk or verdict == Verdict.INCONCLUSIVE:
+        return verdict, reason, []
+    who = " and ".join(f"arm {a.name!r} has {censored_count(a)} censored seed(s) entered at "
+                       f"the budget, a lower bound that leaves its {statistic} undetermined"
+                       for a in at_risk)
+    word = {"SUPPORTED": "support", "REFUTED": "refute"}[verdict.value]
+    base = reason.rstrip(".")
+    return (Verdict.INCONCLUSIVE,
+            f"{base}, which would {word} the claim, but {who}, so no verdict is drawn.",
+            [a.name for a in at_risk])
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return sps.trim_mean(x, IQM_CUT, axis=axis)
+
+
+STATISTICS: dict[str, Callable[..., Any]] = {"mean": np.mean, "median": np.median, "iqm": _iqm}
+STATISTIC_WORDS = {"mean": "mean", "median": "median",
+                   "iqm": "interquartile mean (25% trimmed each side, as rliable)"}
+
+
+def statistic_of(values: np.ndarray, statistic: Statistic) -> float:
+    return float(STATISTICS[statistic](np.asarray(values, dtype=float), axis=-1))
+
+
+def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci_level: float,
+                 n_boot: int, seed: int) -> tuple[tuple[float, float], dict[str, Any]]:
+    """BCa CI by scipy.stats.bootstrap (unpaired samples, resampled independently), seeded with
+    ``np.random.default_rng(seed)``; when BCa is undefined (a NaN bound: a degenerate bootstrap
+    distribution, e.g. all values equal, or undefined resampled statistics) the percentile CI of
+    the same resamples (same seed) is used, and the details say why."""
+    def run(method: str) -> Any:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return sps.bootstrap(data, statistic, n_resamples=n_boot, confidence_level=ci_level,
+                                 method=method, paired=False, vectorized=True,
+                                 rng=np.random.default_rng(seed))
+
+    res = run("BCa")
+    low, high = (float(x) for x in res.confidence_interval)
+    details: dict[str, Any] = {
+        "bootstrap": "scipy.stats.bootstrap, arms resampled independently (paired=False)",
+        "n_boot": int(n_boot), "bootstrap_seed": int(seed), "ci_method": "BCa"}
+    if not (math.isnan(low) or math.isnan(high)):
+        return (low, high), details
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    finite = dist[np.isfinite(dist)]
+    if finite.size == dist.size and np.ptp(dist) == 0:
+        why = (f"every resampled statistic equals {verdict_rules.format_number(dist[0])} (all "
+               "values equal), so BCa's bias correction and acceleration are undefined")
+    else:
+        why = (f"the BCa interval is undefined ({dist.size - finite.size} of {dist.size} "
+               "resampled statistics are not finite, or the jackknife is degenerate)")
+    pct = run("percentile")
+    details.update(ci_method="percentile", bca_fallback_reason=why)
+    return (float(pct.confidence_interval[0]), float(pct.confidence_interval[1])), details

@@ -1,0 +1,150 @@
+"""``cox_hazard_ratio``: a Cox proportional-hazards comparison of two arms' time-to-threshold.
+
+The hazard ratio is ``HR = exp(beta)`` for an arm indicator (treated = 1, baseline = 0) in
+statsmodels ``PHReg`` with Efron's handling of tied times; its CI is the Wald interval
+``exp(beta -/+ z * se)`` and its p the Wald test of ``beta = 0``. ``HR > 1``: the treated arm
+reaches the threshold sooner (a higher event rate), i.e. its times are *less*.
+
+Censored seeds (never reached the threshold) stay in the risk sets up to their censoring time
+(the budget). With no event in an arm the partial likelihood has no finite maximum (HR 0 or
+inf), so the result is INCONCLUSIVE with that reason rather than an unconverged number.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from scipy import stats as sps
+from statsmodels.duration.hazard_regression import PHReg
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+from grokverify import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.stats.common import (
+    Frame,
+    censored_count,
+    expect_params,
+    require_arms,
+    summarize,
+    too_few_seeds,
+)
+from grokverify.stats.survival import logrank
+
+NAME = "cox_hazard_ratio"
+CENSORING = ("seeds that never reach the threshold are right-censored at their budget and stay "
+             "in the risk sets until then; ties in time handled by Efron's method")
+
+
+class CoxHazardRatioParams(BaseModel):
+    """Claim: treated's time-to-threshold is shorter (``less``) or longer (``greater``) than
+    baseline's, as a hazard ratio HR = hazard(treated) / hazard(baseline) from a Cox model.
+
+    ``min_effect`` m is the relative change of *time* the claim commits to, as in
+    ``survival_compare`` (0.2: "at least 20% faster / slower"), turned into a hazard ratio by the
+    constant-hazard (exponential) correspondence HR = 1 / time ratio:
+
+    * ``less``    (treated faster): claimed region ``HR >= 1 / (1 - m)`` (m = 0.2: HR >= 1.25);
+    * ``greater`` (treated slower): claimed region ``HR <= 1 / (1 + m)`` (m = 0.2: HR <= 0.833).
+
+    The boundary belongs to the claimed region (as in `grokverify.verdict.decide`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["cox_hazard_ratio"]
+    baseline: str
+    treated: str
+    direction: Literal["less", "greater"]
+    min_effect: float = Field(0.2, ge=0)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> CoxHazardRatioParams:
+        if self.baseline == self.treated:
+            raise ValueError("baseline and treated must be different arms")
+        if self.direction == "less" and self.min_effect >= 1:
+            raise ValueError("a time cannot fall by 100% or more: min_effect must be < 1")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        """Boundary of the claimed region on the HR scale: 1/(1-m) (less) or 1/(1+m) (greater)."""
+        if self.direction == "less":
+            return 1.0 / (1.0 - self.min_effect)
+        return 1.0 / (1.0 + self.min_effect)
+
+
+def _label(p: CoxHazardRatioParams) -> str:
+    return f"Cox hazard ratio ({p.treated} / {p.baseline})"
+
+
+def _region(p: CoxHazardRatioParams) -> str:
+    thr = verdict_rules.format_number(p.threshold)
+    if p.direction == "less":
+        return f"HR >= {thr} ({p.treated} at least {p.min_effect * 100:g}% faster)"
+    return f"HR <= {thr} ({p.treated} at least {p.min_effect * 100:g}% slower)"
+
+
+def fit_cox(base: ArmSample, treat: ArmSample, ci_level: float) -> dict[str, float]:
+    """beta, se, HR, its Wald CI and p from PHReg (Efron ties); raises on non-convergence."""
+    time = np.concatenate([base.times, treat.times])
+    status = np.concatenate([base.observed, treat.observed]).astype(float)
+    arm = np.repeat([0.0, 1.0], [base.n, treat.n])[:, None]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = PHReg(time, arm, status=status, ties="efron").fit()
+    failed = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    if failed:
+        raise FloatingPointError(f"the Cox fit did not converge: {failed[0]}")
+    beta, se, p = float(res.params[0]), float(res.bse[0]), float(res.pvalues[0])
+    if not all(math.isfinite(v) for v in (beta, se)):
+        raise FloatingPointError(f"non-finite Cox estimate (beta={beta}, se={se})")
+    z = float(sps.norm.ppf(0.5 + ci_level / 2))
+    return {"beta": beta, "se": se, "p": p, "hr": math.exp(beta),
+            "low": math.exp(beta - z * se), "high": math.exp(beta + z * se)}
+
+
+def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
+    """Cox PH hazard ratio of treated vs baseline; the Wald CI decides, its p informs."""
+    p = expect_params(params, CoxHazardRatioParams)
+    base, treat = require_arms(NAME, cox_arms(p), arms)
+    frame = Frame(NAME, _label(p), "Wald test of the arm coefficient (statsmodels PHReg, Efron "
+                  "ties)", p.threshold, _region(p), p.ci_level,
+                  {"censoring": CENSORING, "min_effect_to_hr": "less: 1/(1-m); greater: 1/(1+m)"})
+    rows = [summarize(a, p.ci_level, {"events": a.events, "censored": censored_count(a)})
+            for a in (base, treat)]
+    if why := too_few_seeds((base, treat), 1):
+        return frame.inconclusive(why, rows)
+    chisq, lr_p = logrank(base, treat)
+    lr = {"logrank_chi2": chisq, "logrank_p": lr_p}
+    no_event = [a for a in (base, treat) if a.events == 0]
+    if no_event:
+        who = " and ".join(f"arm {a.name!r} has no event in {a.n} seeds" for a in no_event)
+        return frame.inconclusive(f"{who}, so the hazard ratio has no finite estimate "
+                                  "(monotone partial likelihood)", rows, lr)
+    try:
+        fit = fit_cox(base, treat, p.ci_level)
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
+        return frame.inconclusive(f"the Cox fit did not give a finite estimate, as when the "
+                                  f"arms' times are completely separated ({exc})", rows,
+                                  {**lr, "fit_error": str(exc)})
+    ci = (fit["low"], fit["high"])
+    region_dir: Literal["less", "greater"] = "greater" if p.direction == "less" else "less"
+    verdict, reason = verdict_rules.decide(ci, p.threshold, region_dir, fit["hr"], _label(p),
+                                           p.ci_level)
+    return frame.result(fit["hr"], ci, fit["p"], verdict, reason, rows,
+                        {**lr, "beta": fit["beta"], "se_beta": fit["se"],
+                         "ci": "Wald: exp(beta -/+ z se)", "arm_coding": "treated=1"})
+
+
+def cox_arms(params: BaseModel) -> list[str]:
+    """The arm names a cox_hazard_ratio claim refers to: [baseline, treated]."""
+    p = expect_params(params, CoxHazardRatioParams)
+    return [p.baseline, p.treated]
+
+
+COX_HAZARD_RATIO = Criterion(NAME, CoxHazardRatioParams, run_cox, cox_arms)
