@@ -4,6 +4,11 @@ Each seed's parameters are drawn from that seed's own generator, in a fixed orde
 seeds are stacked, so seed i of a batch starts exactly where seed i trained alone starts. Linear
 layers are `baddbmm` over the seed dimension; seeds never mix, and the loss is the sum over seeds
 of each seed's mean loss, so each seed gets exactly its own gradient.
+
+For speed the forward pass is split in two: `encode(a, b)` turns operand indices into the
+model's input tensor (embedding rows with per-seed offsets, or raw scalars), which the trainer
+computes once per evaluation interval (or once per run for full-batch training), and
+`forward_encoded(x)` runs the network. `forward(a, b)` is the two together.
 """
 
 from __future__ import annotations
@@ -82,14 +87,25 @@ def _affine(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     return torch.baddbmm(b, x, w)
 
 
-def _cross_entropy(out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+def _cross_entropy_loss(out: Tensor, y: Tensor) -> Tensor:
+    """Per-seed mean cross-entropy (S,) of logits (S, B, C) against labels (S, B)."""
     s, n, c = out.shape
-    loss = F.cross_entropy(out.reshape(s * n, c), y.reshape(-1), reduction="none").view(s, n)
-    return loss.mean(dim=1), out.argmax(dim=-1) == y
+    return F.cross_entropy(out.reshape(s * n, c), y.reshape(-1), reduction="none").view(s, n) \
+        .mean(dim=1)
+
+
+def _cross_entropy(out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    return _cross_entropy_loss(out, y), out.argmax(dim=-1) == y
+
+
+def _seed_offsets(n_seeds: int, rows_per_seed: int) -> Tensor:
+    """(S, 1, 1): the first row of each seed's table in the flattened (S * rows, d) table."""
+    return (torch.arange(n_seeds) * rows_per_seed).view(n_seeds, 1, 1)
 
 
 class BatchedModel(nn.Module):
-    """A model over S seeds. Subclasses define `init_seed`, `forward`, and may override `loss`."""
+    """A model over S seeds. Subclasses define `init_seed`, `encode` and `forward_encoded`, and
+    may override `loss` and `train_loss` (they must agree on the loss)."""
 
     spec_class: ClassVar[type[StrictModel]]
     embedding_keys: ClassVar[tuple[str, ...]] = ()
@@ -103,6 +119,7 @@ class BatchedModel(nn.Module):
         buffers = [self.init_buffers(torch_generator(seed, "targets", context)) for seed in seeds]
         for key in buffers[0]:
             self.register_buffer(key, torch.stack([b[key] for b in buffers]))
+        self.n_seeds = len(seeds)
 
     def init_seed(self, gen: torch.Generator) -> dict[str, Tensor]:
         raise NotImplementedError
@@ -110,12 +127,25 @@ class BatchedModel(nn.Module):
     def init_buffers(self, gen: torch.Generator) -> dict[str, Tensor]:
         return {}
 
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+    def encode(self, a: Tensor, b: Tensor) -> Tensor:
+        """The network's input for operands a, b of shape (..., S, B): any leading dims (e.g. a
+        block of steps) are kept, so the trainer encodes a whole evaluation interval at once."""
         raise NotImplementedError
+
+    def forward_encoded(self, x: Tensor) -> Tensor:
+        """Outputs (S, B, out) for one encoded batch x (S, B, ...)."""
+        raise NotImplementedError
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.forward_encoded(self.encode(a, b))
 
     def loss(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Per-seed mean loss (S,) and per-example correctness (S, B)."""
         return _cross_entropy(out, y)
+
+    def train_loss(self, out: Tensor, y: Tensor) -> Tensor:
+        """Per-seed mean loss (S,) alone: what a training step needs (no argmax)."""
+        return _cross_entropy_loss(out, y)
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         emb = [self.params[k] for k in self.embedding_keys]
@@ -134,14 +164,17 @@ class EmbedMLP(BatchedModel):
         w2, b2 = _linear_init(gen, spec.hidden, shape.n_classes)
         return {"E": emb, "W1": w1, "b1": b1, "W2": w2, "b2": b2}
 
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        s, n = a.shape
-        vocab, p = self.shape.vocab, self.shape.p
+    def encode(self, a: Tensor, b: Tensor) -> Tensor:
+        """Rows of the flattened (S * vocab, d) table: (..., S, B, 4) for [a, op, b, =]."""
+        p = self.shape.p
         tokens = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
-        offsets = (torch.arange(s, device=a.device) * vocab).view(s, 1, 1)
-        table = self.params["E"].reshape(s * vocab, -1)
-        x = F.embedding(tokens + offsets, table).reshape(s, n, -1)
-        h = torch.relu(_affine(x, self.params["W1"], self.params["b1"]))
+        return tokens + _seed_offsets(self.n_seeds, self.shape.vocab).to(a.device)
+
+    def forward_encoded(self, x: Tensor) -> Tensor:
+        s, n, _ = x.shape
+        table = self.params["E"].reshape(s * self.shape.vocab, -1)
+        h = F.embedding(x, table).reshape(s, n, -1)
+        h = _affine(h, self.params["W1"], self.params["b1"]).relu_()
         return _affine(h, self.params["W2"], self.params["b2"])
 
 
@@ -153,10 +186,13 @@ class ScalarMLP(BatchedModel):
         w2, b2 = _linear_init(gen, self.spec.hidden, self.shape.n_classes)
         return {"W1": w1, "b1": b1, "W2": w2, "b2": b2}
 
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+    def encode(self, a: Tensor, b: Tensor) -> Tensor:
         p = self.shape.p
         x = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
-        h = torch.relu(_affine(x.float(), self.params["W1"], self.params["b1"]))
+        return x.to(self.params["W1"].dtype)
+
+    def forward_encoded(self, x: Tensor) -> Tensor:
+        h = _affine(x, self.params["W1"], self.params["b1"]).relu_()
         return _affine(h, self.params["W2"], self.params["b2"])
 
 
@@ -181,24 +217,30 @@ class ToySum(BatchedModel):
             return {}
         return {"targets": torch.randn((self.shape.n_classes, self.spec.target_dim), generator=gen)}
 
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        s, n = a.shape
-        p = self.shape.p
-        offsets = (torch.arange(s, device=a.device) * p).view(s, 1)
-        table = self.params["E"].reshape(s * p, -1)
-        x = F.embedding(a + offsets, table) + F.embedding(b + offsets, table)
-        h = torch.tanh(_affine(x, self.params["W1"], self.params["b1"]))
-        h = torch.tanh(_affine(h, self.params["W2"], self.params["b2"]))
+    def encode(self, a: Tensor, b: Tensor) -> Tensor:
+        """Rows of the flattened (S * p, emb_dim) table: (..., S, B, 2) for [a, b]."""
+        return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.p).to(a.device)
+
+    def forward_encoded(self, x: Tensor) -> Tensor:
+        s = x.shape[0]
+        table = self.params["E"].reshape(s * self.shape.p, -1)
+        h = F.embedding(x, table).sum(dim=2)  # E[a] + E[b]: (S, B, emb_dim)
+        h = _affine(h, self.params["W1"], self.params["b1"]).tanh_()
+        h = _affine(h, self.params["W2"], self.params["b2"]).tanh_()
         return _affine(h, self.params["W3"], self.params["b3"])
 
     def loss(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         if self.spec.output != "regression":
             return _cross_entropy(out, y)
         # Regression to fixed random targets; the prediction is the nearest target.
-        target = torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-        loss = ((out - target) ** 2).mean(dim=(1, 2))
         nearest = torch.cdist(out, self.targets).argmin(dim=-1)
-        return loss, nearest == y
+        return self.train_loss(out, y), nearest == y
+
+    def train_loss(self, out: Tensor, y: Tensor) -> Tensor:
+        if self.spec.output != "regression":
+            return _cross_entropy_loss(out, y)
+        target = torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+        return ((out - target) ** 2).mean(dim=(1, 2))
 
 
 MODELS: dict[str, type[BatchedModel]] = {

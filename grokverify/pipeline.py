@@ -132,15 +132,16 @@ def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
 def analyse(run: ClaimRun, store: Store) -> None:
     """Per member: records → samples → criterion; then the family combination, if any."""
     claim = run.loaded.claim
+    criterion = CRITERIA[claim.criterion.name]
+    extra = criterion.metrics_of(claim.criterion) if criterion.metrics_of else []
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
         if missing:
             raise ExecutionError(f"{claim.id}: {plan.member or 'arm'} {plan.arm} has no record "
                                  f"for seeds {missing}")
-        sample = arm_sample(plan.arm, records, claim.metric)  # type: ignore[arg-type]
+        sample = arm_sample(plan.arm, records, claim.metric, extra)  # type: ignore[arg-type]
         run.samples.setdefault(plan.member, {})[plan.arm] = sample
-    criterion = CRITERIA[claim.criterion.name]
     run.results = {member: criterion.run(claim.criterion, samples)
                    for member, samples in run.samples.items()}
     if claim.family is not None:

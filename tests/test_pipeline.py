@@ -131,3 +131,21 @@ def test_dead_address_fails_fast(tmp_path: Path, tiny_claim: Path,
                  "--store", str(tmp_path / "s")])
     assert code == 1
     assert "cannot reach Ray at 127.0.0.1:9" in capsys.readouterr().out
+
+
+def test_correlation_claim_gets_both_metrics_per_seed(tmp_path: Path, tiny_claim: Path) -> None:
+    """A criterion that reads two metrics gets both for the same seeds (x tracks y)."""
+    text = tiny_claim.read_text()
+    start = text.index("criterion:")
+    text = text[:start] + (
+        "criterion: {name: correlation, arm: c10, x: train_threshold_step, "
+        "y: val_threshold_step, method: spearman, direction: positive, min_effect: 0.1}\n")
+    path = tmp_path / "corr.yaml"
+    path.write_text(text)
+    (run,) = run_claims([load_claim(path)], _opts(tmp_path, seeds=5), QUIET)
+    sample = run.samples[""]["c10"]
+    assert set(sample.extra) == {"train_threshold_step", "train_threshold_step.observed",
+                                 "val_threshold_step", "val_threshold_step.observed"}
+    assert len(sample.extra["val_threshold_step"]) == sample.n == 5
+    assert run.result.criterion == "correlation"
+    assert run.result.verdict.value in {"SUPPORTED", "REFUTED", "INCONCLUSIVE"}
