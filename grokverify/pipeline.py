@@ -1,7 +1,7 @@
 """One `grokverify run`: claims → trials → executor → store → statistics → verdict → report.
 
-Planning happens first for every claim, so one executor (one Ray start) serves them all, and
-nothing is started when every record is already in the store.
+Planning happens first for every claim, so one executor (one Ray start) serves them all (and
+every sequential round), and nothing is started when every record is already stored.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -55,6 +56,8 @@ class ClaimRun:
     results: dict[str, CriterionResult] = field(default_factory=dict)  # member -> result
     samples: dict[str, dict[str, ArmSample]] = field(default_factory=dict)  # member -> arm -> ...
     family: FamilyResult | None = None
+    schedule: list[tuple[int, float | None]] = field(default_factory=list)  # (seeds, CI level)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
     report_dir: Path | None = None
     wall_s: float = 0.0
     train_wall_s: float = 0.0
@@ -89,51 +92,97 @@ def _make_executor(opts: RunOptions, device: str) -> Executor:
                             cpus_per_task=opts.cpus_per_task, gpus_per_task=opts.gpus_per_task)
 
 
-def _train(trials: list[Trial], store: Store, opts: RunOptions, device: str,
-           console: Console) -> dict[str, float]:
-    """Run the pending trials; every finished chunk is stored at once. Wall time per claim."""
-    walls: dict[str, float] = {}
-    total = sum(t.seed_steps for t in trials)
-    n_seeds = sum(len(t.seeds) for t in trials)
-    columns = [TextColumn("[bold]training"), BarColumn(),
-               TextColumn("{task.fields[trials_done]}/{task.fields[trials_total]} trials"),
-               TextColumn("{task.fields[seeds_done]}/{task.fields[seeds_total]} seeds"),
-               TextColumn("{task.fields[running]} running"), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn()]
-    start = time.perf_counter()
-    console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on {device} "
-                  f"via {opts.executor}[/dim]")
-    executor = _make_executor(opts, device)
-    try:
-        with Progress(*columns, console=console, transient=False) as progress:
+class _Trainer:
+    """Trains pending trials, starting the executor (e.g. Ray) once, on first need, and storing
+    every finished chunk at once. Sequential rounds reuse it."""
+
+    def __init__(self, store: Store, opts: RunOptions, device: str, console: Console):
+        self.store, self.opts, self.device, self.console = store, opts, device, console
+        self.executor: Executor | None = None
+
+    def train(self, trials: list[Trial]) -> dict[str, float]:
+        """Run the trials; returns the summed chunk wall time per claim."""
+        walls: dict[str, float] = {}
+        if not trials:
+            return walls
+        total = sum(t.seed_steps for t in trials)
+        n_seeds = sum(len(t.seeds) for t in trials)
+        columns = [TextColumn("[bold]training"), BarColumn(),
+                   TextColumn("{task.fields[trials_done]}/{task.fields[trials_total]} trials"),
+                   TextColumn("{task.fields[seeds_done]}/{task.fields[seeds_total]} seeds"),
+                   TextColumn("{task.fields[running]} running"), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn()]
+        start = time.perf_counter()
+        self.console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on "
+                           f"{self.device} via {self.opts.executor}[/dim]")
+        if self.executor is None:
+            self.executor = _make_executor(self.opts, self.device)
+        with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
-            seeds_done = trials_done = 0
+            done = {"seeds": 0, "trials": 0}
 
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
-                nonlocal seeds_done, trials_done
                 for key, rec in zip(trial.keys, records, strict=True):
-                    store.put(key, rec)
-                seeds_done += len(records)
-                trials_done += 1
+                    self.store.put(key, rec)
+                done["seeds"] += len(records)
+                done["trials"] += 1
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
-                progress.update(task, seeds_done=seeds_done, trials_done=trials_done)
+                progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
 
-            def on_progress(done: int, running: int) -> None:
-                progress.update(task, completed=done, running=running)
+            def on_progress(steps_done: int, running: int) -> None:
+                progress.update(task, completed=steps_done, running=running)
 
-            executor.run(trials, on_done, on_progress)
-    finally:
-        executor.close()
-    console.print(f"[dim]trained {n_seeds} seed(s) in {time.perf_counter() - start:.1f} s[/dim]")
-    return walls
+            self.executor.run(trials, on_done, on_progress)
+        self.console.print(f"[dim]trained {n_seeds} seed(s) in "
+                           f"{time.perf_counter() - start:.1f} s[/dim]")
+        return walls
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
 
 
-def analyse(run: ClaimRun, store: Store) -> None:
+def _at_level(params: BaseModel, level: float | None) -> BaseModel:
+    """The criterion's params with its CI at `level` (a sequential round's nominal level)."""
+    if level is None:
+        return params
+    if "ci_level" in type(params).model_fields:
+        return params.model_copy(update={"ci_level": level})
+    if "alpha" in type(params).model_fields:  # TOST: its (1 - 2 alpha) CI is the level-CI
+        return params.model_copy(update={"alpha": (1.0 - level) / 2.0})
+    return params
+
+
+def _declared_level(params: BaseModel) -> float:
+    if "ci_level" in type(params).model_fields:
+        return float(params.ci_level)  # type: ignore[attr-defined]
+    if "alpha" in type(params).model_fields:
+        return 1.0 - 2.0 * float(params.alpha)  # type: ignore[attr-defined]
+    return 0.95
+
+
+def schedule(loaded: LoadedClaim, scale: str,
+             override: int | None) -> list[tuple[int, float | None]]:
+    """(seed count, CI level or None for the criterion's own) for each round."""
+    seeds = override if override is not None else loaded.scale_seeds(scale)
+    if isinstance(seeds, int):
+        return [(seeds, None)]
+    from grokverify.stats.sequential import nominal_levels
+
+    looks = seeds.looks()
+    alpha = 1.0 - _declared_level(loaded.claim.criterion)
+    levels = nominal_levels([n / looks[-1] for n in looks], alpha, seeds.spending)
+    return [(n, 1.0 - a) for n, a in zip(looks, levels, strict=True)]
+
+
+def analyse(run: ClaimRun, store: Store, level: float | None = None) -> None:
     """Per member: records → samples → criterion; then the family combination, if any."""
     claim = run.loaded.claim
     criterion = CRITERIA[claim.criterion.name]
+    params = _at_level(claim.criterion, level)
     extra = criterion.metrics_of(claim.criterion) if criterion.metrics_of else []
+    run.samples = {}
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
@@ -142,13 +191,23 @@ def analyse(run: ClaimRun, store: Store) -> None:
                                  f"for seeds {missing}")
         sample = arm_sample(plan.arm, records, claim.metric, extra)  # type: ignore[arg-type]
         run.samples.setdefault(plan.member, {})[plan.arm] = sample
-    run.results = {member: criterion.run(claim.criterion, samples)
+    run.results = {member: criterion.run(params, samples)
                    for member, samples in run.samples.items()}
-    if claim.family is not None:
-        run.family = combine(run.results, claim.family.correction)
+    run.family = combine(run.results, claim.family.correction) if claim.family else None
+
+
+def _round_record(run: ClaimRun, n: int, level: float | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"seeds": n, "ci_level": level, "verdict": run.verdict.value}
+    if run.family is None:
+        out.update(estimate=run.result.estimate, ci=list(run.result.ci))
+    else:
+        out["members"] = {m.member: m.verdict.value for m in run.family.members}
+    return out
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:
+    """Fixed-seed claims run in one round; sequential ones add rounds until decided. Every
+    round trains what all still-open claims need together, on one executor."""
     for loaded in claims:
         if opts.scale not in loaded.claim.scales:
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
@@ -156,19 +215,34 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
     device = _device_for(opts)
     store = Store(opts.store)
     start = time.perf_counter()
-    runs: list[ClaimRun] = []
-    trials: list[Trial] = []
-    for loaded in claims:
-        plans = plan_arms(loaded, opts.scale, device, opts.seeds)
-        pending = pending_trials(loaded.claim.id, plans, store, opts.chunk_size)
-        trained = sum(len(t.seeds) for t in pending)
-        total = len({k for p in plans for k in p.keys})
-        runs.append(ClaimRun(loaded, opts.scale, plans, trained=trained, reused=total - trained))
-        trials.extend(pending)
-    walls = _train(trials, store, opts, device, console) if trials else {}
-    for run in runs:
-        run.train_wall_s = walls.get(run.loaded.claim.id, 0.0)
-        analyse(run, store)
-        run.wall_s = time.perf_counter() - start
-        run.report_dir = write_report(run, store, opts, device)
+    runs = [ClaimRun(loaded, opts.scale, [], schedule=schedule(loaded, opts.scale, opts.seeds))
+            for loaded in claims]
+    trainer = _Trainer(store, opts, device, console)
+    open_runs = list(runs)
+    try:
+        while open_runs:
+            trials: list[Trial] = []
+            for run in open_runs:
+                n, _ = run.schedule[len(run.rounds)]
+                run.plans = plan_arms(run.loaded, opts.scale, device, n)
+                pending = pending_trials(run.loaded.claim.id, run.plans, store, opts.chunk_size)
+                run.trained += sum(len(t.seeds) for t in pending)
+                trials.extend(pending)
+            walls = trainer.train(trials)
+            still_open = []
+            for run in open_runs:
+                n, level = run.schedule[len(run.rounds)]
+                run.train_wall_s += walls.get(run.loaded.claim.id, 0.0)
+                analyse(run, store, level)
+                run.rounds.append(_round_record(run, n, level))
+                decided = run.verdict in (Verdict.SUPPORTED, Verdict.REFUTED)
+                if decided or len(run.rounds) == len(run.schedule):
+                    run.reused = len({k for p in run.plans for k in p.keys}) - run.trained
+                    run.wall_s = time.perf_counter() - start
+                    run.report_dir = write_report(run, store, opts, device)
+                else:
+                    still_open.append(run)
+            open_runs = still_open
+    finally:
+        trainer.close()
     return runs

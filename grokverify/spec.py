@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
+import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -170,10 +172,35 @@ CriterionSpec = Annotated[
 ]
 
 
+class SeedsSpec(StrictModel):
+    """Sequential seeding: rounds of min, min+step, ..., max seeds per arm, stopping at the first
+    round whose verdict is SUPPORTED or REFUTED, each round's CI at the level an alpha-spending
+    rule allows, so the overall error rates stay at the criterion's declared level."""
+
+    min: int = Field(ge=2)
+    max: int = Field(ge=2)
+    step: int = Field(ge=1)
+    spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SeedsSpec:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be >= min ({self.min})")
+        return self
+
+    def looks(self) -> list[int]:
+        out = list(range(self.min, self.max, self.step))
+        return [*out, self.max]
+
+
+Seeds = int | SeedsSpec
+
+
 class ScaleSpec(StrictModel):
     description: str = Field(min_length=1)
     paper_setting: bool = Field(False, description="true only when this is the paper's setting")
-    seeds: int | None = Field(None, ge=1, description="seed count at this scale")
+    seeds: Annotated[int, Field(ge=1)] | SeedsSpec | None = Field(
+        None, description="seed count (or sequential rounds) at this scale")
     overrides: dict[str, Any] = Field(default_factory=dict, description="partial experiment")
     arms: dict[str, dict[str, Any]] = Field(default_factory=dict,
                                             description="per-arm partial experiments")
@@ -197,7 +224,8 @@ class Claim(StrictModel):
     arms: dict[str, dict[str, Any]] = Field(min_length=1,
                                             description="arm name -> partial experiment")
     scales: dict[str, ScaleSpec]
-    seeds: int = Field(ge=1, description="seeds 0..n-1 per arm")
+    seeds: Annotated[int, Field(ge=1)] | SeedsSpec = Field(
+        description="seeds 0..n-1 per arm, or {min, max, step} for sequential rounds")
     metric: MetricSpec
     criterion: CriterionSpec
     family: FamilySpec | None = Field(
@@ -248,8 +276,9 @@ class LoadedClaim:
     def members(self, scale: str) -> Units:
         return self.units[scale]
 
-    def scale_seeds(self, scale: str) -> int:
-        return self.claim.scales[scale].seeds or self.claim.seeds
+    def scale_seeds(self, scale: str) -> Seeds:
+        seeds = self.claim.scales[scale].seeds
+        return self.claim.seeds if seeds is None else seeds
 
 
 def _override_sources(scale: str, member: str, arm: str) -> list[Path_]:
@@ -357,6 +386,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
             node = node[part]
         elif isinstance(node, dict) and part in (node.get("kind"), node.get("name")):
             continue  # tagged-union branch, not a key of the file
+        elif _is_union_tag(part, node):
+            continue
         else:
             node = None
         out.append(part)
@@ -391,14 +422,22 @@ def _unwrap(annotation: Any, node: Any) -> Any:
                     typing.get_args(tag.annotation):
                 return arg
         return args[0]
+    models = [a for a in args if hasattr(a, "model_fields")]
+    is_union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    if is_union and len(models) == 1 and isinstance(node, dict):
+        return models[0]  # e.g. `int | SeedsSpec` given a mapping
     return annotation
 
 
 def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model: Any,
               prefix: Path_, sources: list[Path_] | None = None) -> list[Problem]:
     out: list[Problem] = []
-    for err in exc.errors():
-        path = _data_path(err["loc"], data)
+    errors = exc.errors()
+    paths = [_data_path(err["loc"], data) for err in errors]
+    for err, path in zip(errors, paths, strict=True):
+        if isinstance(err.get("input"), dict) and err["type"].endswith(("_type", "_parsing")) \
+                and any(p[:len(path)] == path and len(p) > len(path) for p in paths):
+            continue  # a scalar branch of a union given a mapping: the mapping's errors say more
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             path = (*path, str(err["ctx"]["discriminator"]).strip("'"))  # point at kind/name
         if err["type"] == "extra_forbidden":
@@ -421,7 +460,30 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
                 line = lines.line_of(_deepest_defined(lines, shown_path))
                 break
         out.append(Problem(file, line, dotted(shown_path), message))
-    return out
+    return _merge_alternatives(out)
+
+
+def _merge_alternatives(problems: list[Problem]) -> list[Problem]:
+    """A value that fits no branch of a union gets one problem listing each branch's complaint."""
+    merged: dict[tuple[int | None, str], Problem] = {}
+    for p in problems:
+        key = (p.line, p.path)
+        if key in merged:
+            first = merged[key]
+            merged[key] = Problem(p.file, p.line, p.path, f"{first.message}; or: {p.message}")
+        else:
+            merged[key] = p
+    return list(merged.values())
+
+
+_UNION_TAG = re.compile(r"^(int|float|str|bool|list\[.*|dict\[.*|[A-Z]\w*|[a-z]+-[a-z-]+(\[.*)?)$")
+
+
+def _is_union_tag(part: Any, node: Any) -> bool:
+    """pydantic names the branch of a non-discriminated union in the error location
+    ('constrained-int', 'function-after[...]', 'SeedsSpec'); such parts are not keys."""
+    return isinstance(part, str) and not (isinstance(node, dict) and part in node) and bool(
+        _UNION_TAG.match(part))
 
 
 def _deepest_defined(lines: LineMap, path: Path_) -> Path_:

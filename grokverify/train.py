@@ -22,7 +22,7 @@ from grokverify.models import BatchedModel, DataShape, build_model
 from grokverify.optim import build_optimizer, reset_seed_state
 from grokverify.rng import torch_generator
 from grokverify.spec import ExperimentSpec
-from grokverify.tasks import Dataset, build_dataset
+from grokverify.tasks import build_dataset
 
 ProgressFn = Callable[[int, int], None]
 
@@ -76,7 +76,7 @@ class _Batches:
 
     def __init__(self, seeds: list[int], n_train: int, batch: int, context: str, device: Any):
         self.gens = [torch_generator(s, "order", context) for s in seeds]
-        self.n_train, self.batch, self.device = n_train, batch, device
+        self.n_train, self.batch, self.device = n_train, batch, torch.device(device)
         self.buffer = torch.empty((len(seeds), 0), dtype=torch.long)
         self.epochs_per_refill = max(1, math.ceil(64 * batch / n_train))
 
@@ -89,62 +89,113 @@ class _Batches:
                            for _ in range(self.epochs_per_refill)]) for g in self.gens])
             self.buffer = torch.cat([self.buffer, fresh], dim=1)
         out, self.buffer = self.buffer[:, :need], self.buffer[:, need:]
-        return out.view(len(self.gens), n_steps, self.batch).transpose(0, 1).to(self.device)
+        out = out.view(len(self.gens), n_steps, self.batch).transpose(0, 1).contiguous()
+        if self.device.type == "cuda":
+            return out.pin_memory().to(self.device, non_blocking=True)
+        return out.to(self.device)
 
 
-@dataclass
-class _Data:
-    a: Tensor  # (N,) all pairs
-    b: Tensor
-    y: Tensor
-    train_rows: Tensor  # (S, n_train) per-seed training rows
-    val_rows: Tensor  # (S, n_val)
+# Encoded minibatches are prepared this many elements at a time (a block of steps at once).
+_BLOCK_ELEMENTS = 1 << 21
 
 
-def _stack_data(datasets: list[Dataset], device: torch.device) -> _Data:
-    ref = datasets[0]
-    return _Data(
-        a=torch.as_tensor(ref.a, device=device), b=torch.as_tensor(ref.b, device=device),
-        y=torch.as_tensor(ref.y, device=device),
-        train_rows=torch.as_tensor(np.stack([d.train_idx for d in datasets]), device=device),
-        val_rows=torch.as_tensor(np.stack([d.val_idx for d in datasets]), device=device))
+class BatchedTrainer:
+    """The seeds of one experiment as one batched model, between evaluations.
 
+    Everything that does not change during a run is computed once: the training and validation
+    inputs of every seed, encoded by the model (embedding rows with per-seed offsets); full-batch
+    training uses them as they are, minibatch training selects a whole block of steps' rows with
+    one index operation. A step is forward, per-seed loss, backward (weighted by 1 for a seed that
+    trains, 0 for one that diverged), one fused optimizer step; nothing waits for the device. The
+    per-step losses stay on the device until `evaluate`, which finds the first non-finite one.
+    """
 
-@torch.no_grad()
-def _evaluate(model: BatchedModel, data: _Data, rows: Tensor) -> tuple[Tensor, Tensor]:
-    """Per-seed (accuracy, loss) over the given rows (S, n)."""
-    out = model(data.a[rows], data.b[rows])
-    loss, correct = model.loss(out, data.y[rows])
-    return correct.float().mean(dim=1), loss
+    def __init__(self, exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu"):
+        self.exp, self.seeds = exp, list(seeds)
+        self.device = device = torch.device(device)
+        tr = exp.training
+        datasets = [build_dataset(exp.task, s) for s in seeds]
+        ref = datasets[0]
+        shape = DataShape(p=exp.task.p, vocab=ref.vocab, n_classes=ref.n_classes)
+        self.model: BatchedModel = build_model(exp.model, shape, self.seeds).to(device)
+        self.optimizer = build_optimizer(exp.optimizer, self.model.param_groups(), device)
+        a, b, y = (torch.as_tensor(v, device=device) for v in (ref.a, ref.b, ref.y))
+        train_rows = torch.as_tensor(np.stack([d.train_idx for d in datasets]), device=device)
+        val_rows = torch.as_tensor(np.stack([d.val_idx for d in datasets]), device=device)
+        with torch.no_grad():
+            self.train_x, self.train_y = self.model.encode(a[train_rows], b[train_rows]), \
+                y[train_rows]
+            self.val_x, self.val_y = self.model.encode(a[val_rows], b[val_rows]), y[val_rows]
+        s, n_train = train_rows.shape
+        full_batch = tr.batch_size is None or tr.batch_size >= n_train
+        self.batch = n_train if full_batch else tr.batch_size
+        self.batches = None if full_batch else _Batches(
+            self.seeds, n_train, self.batch, exp.task.canonical(), device)
+        self.seed_index = torch.arange(s, device=device).view(s, 1)
+        self.loss_weight = torch.ones(s, device=device)  # 1: trains; 0: diverged, frozen at 0
+        self.step = 0
+        self._losses: list[Tensor] = []  # per-seed training loss of every step since last eval
 
+    def train(self, n_steps: int) -> None:
+        """n_steps optimizer steps for every seed, with no host synchronisation."""
+        width = self.train_x[0, 0].numel() or 1
+        block = max(1, _BLOCK_ELEMENTS // (len(self.seeds) * self.batch * width))
+        done = 0
+        while done < n_steps:
+            n = min(block, n_steps - done)
+            if self.batches is None:
+                self._steps(n, None, None)
+            else:
+                pos = self.batches.take(n)  # (n, S, batch) positions in each seed's train rows
+                self._steps(n, self.train_x[self.seed_index, pos],
+                            self.train_y[self.seed_index, pos])
+            done += n
 
-def train_seeds(exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu",
-                progress: ProgressFn | None = None) -> list[SeedResult]:
-    """Train every seed of one experiment as one batched model; one SeedResult per seed."""
-    device = torch.device(device)
-    tr = exp.training
-    datasets = [build_dataset(exp.task, s) for s in seeds]
-    ref = datasets[0]
-    shape = DataShape(p=exp.task.p, vocab=ref.vocab, n_classes=ref.n_classes)
-    model = build_model(exp.model, shape, seeds).to(device)
-    optimizer = build_optimizer(exp.optimizer, model.param_groups(), device)
-    data = _stack_data(datasets, device)
-    n_train = data.train_rows.shape[1]
-    full_batch = tr.batch_size is None or tr.batch_size >= n_train
-    batch = n_train if full_batch else tr.batch_size
-    batches = None if full_batch else _Batches(seeds, n_train, batch, exp.task.canonical(), "cpu")
+    def _steps(self, n: int, xs: Tensor | None, ys: Tensor | None) -> None:
+        model, optimizer, weight, losses = self.model, self.optimizer, self.loss_weight, \
+            self._losses
+        x, y = self.train_x, self.train_y
+        for k in range(n):
+            if xs is not None:
+                x, y = xs[k], ys[k]
+            loss = model.train_loss(model.forward_encoded(x), y)
+            loss.backward(weight)  # d(sum of active seeds' losses): one seed's own gradient
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.detach())
+        self.step += n
 
-    s = len(seeds)
-    results = [SeedResult(seed=seed, budget=tr.steps) for seed in seeds]
-    active = torch.ones(s, dtype=torch.bool, device=device)  # not diverged
-    first_bad = torch.full((s,), -1, dtype=torch.long, device=device)
+    @torch.no_grad()
+    def _metrics(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-seed (accuracy, loss) over the given encoded rows (S, n, ...)."""
+        loss, correct = self.model.loss(self.model.forward_encoded(x), y)
+        return correct.float().mean(dim=1), loss
 
-    def record(step: int) -> bool:
-        """Evaluate, update every seed's record; True when no seed needs more training."""
-        train_acc, train_loss = _evaluate(model, data, data.train_rows)
-        val_acc, val_loss = _evaluate(model, data, data.val_rows)
-        host = torch.stack([train_acc, val_acc, train_loss, val_loss,
+    @torch.no_grad()
+    def evaluate(self) -> np.ndarray:
+        """(5, S) on the host, one transfer: train acc, val acc, train loss, val loss, and the
+        first step since the last evaluation whose training loss was not finite (-1: none)."""
+        train_acc, train_loss = self._metrics(self.train_x, self.train_y)
+        val_acc, val_loss = self._metrics(self.val_x, self.val_y)
+        if self._losses:
+            bad = ~torch.isfinite(torch.stack(self._losses))  # (steps, S)
+            first = bad.to(torch.uint8).argmax(dim=0) + (self.step - len(self._losses) + 1)
+            first_bad = torch.where(bad.any(dim=0), first, -1)
+        else:
+            first_bad = torch.full_like(self.loss_weight, -1)
+        self._losses.clear()
+        return torch.stack([train_acc, val_acc, train_loss, val_loss,
                             first_bad.to(train_acc.dtype)]).cpu().numpy()
+
+    def freeze(self, i: int) -> None:
+        """Stop seed i (diverged): zero its parameters and optimizer state, no more gradient."""
+        self.loss_weight[i] = 0.0
+        reset_seed_state(self.optimizer, i)
+
+    def record(self, results: list[SeedResult]) -> bool:
+        """Evaluate, update every seed's record; True when no seed needs more training."""
+        tr, step = self.exp.training, self.step
+        host = self.evaluate()
         for i, res in enumerate(results):
             if res.done or res.diverged:
                 continue
@@ -152,8 +203,7 @@ def train_seeds(exp: ExperimentSpec, seeds: list[int], device: str | torch.devic
             if bad >= 0 or not (math.isfinite(host[2, i]) and math.isfinite(host[3, i])):
                 res.diverged, res.diverged_step = True, bad if bad >= 0 else step
                 res.stopped_step = step
-                active[i] = False
-                reset_seed_state(optimizer, i)
+                self.freeze(i)
                 continue
             res.steps.append(step)
             res.train_acc.append(float(host[0, i]))
@@ -168,30 +218,22 @@ def train_seeds(exp: ExperimentSpec, seeds: list[int], device: str | torch.devic
             res.done = tr.early_stop and res.train_step is not None and res.val_step is not None
         return all(r.done or r.diverged for r in results)
 
-    model.train()
-    finished = record(0)
-    step = 0
-    while step < tr.steps and not finished:
-        chunk = min(tr.eval_interval - step % tr.eval_interval, tr.steps - step)
-        positions = batches.take(chunk) if batches is not None else None
-        for k in range(chunk):
-            if positions is None:
-                rows = data.train_rows
-            else:
-                rows = torch.gather(data.train_rows, 1, positions[k])
-            out = model(data.a[rows], data.b[rows])
-            loss, _ = model.loss(out, data.y[rows])
-            bad_now = ~torch.isfinite(loss) & active & (first_bad < 0)
-            first_bad = torch.where(bad_now, step + k + 1, first_bad)
-            total = torch.where(active, loss, torch.zeros_like(loss)).sum()
-            optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            optimizer.step()
-        step += chunk
-        if step % tr.eval_interval == 0 or step == tr.steps:
-            finished = record(step)
+
+def train_seeds(exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu",
+                progress: ProgressFn | None = None) -> list[SeedResult]:
+    """Train every seed of one experiment as one batched model; one SeedResult per seed."""
+    tr = exp.training
+    trainer = BatchedTrainer(exp, seeds, device)
+    results = [SeedResult(seed=seed, budget=tr.steps) for seed in seeds]
+    trainer.model.train()
+    finished = trainer.record(results)
+    while trainer.step < tr.steps and not finished:
+        step = trainer.step
+        trainer.train(min(tr.eval_interval - step % tr.eval_interval, tr.steps - step))
+        if trainer.step % tr.eval_interval == 0 or trainer.step == tr.steps:
+            finished = trainer.record(results)
         if progress is not None:
-            progress(step, tr.steps)
+            progress(trainer.step, tr.steps)
     return results
 
 

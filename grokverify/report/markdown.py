@@ -109,6 +109,24 @@ def _per_seed(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _rounds(seq: dict[str, Any] | None) -> list[str]:
+    if not seq:
+        return []
+    out = ["## Sequential rounds", "",
+           f"Looks at {', '.join(map(str, seq['looks']))} seeds per arm; alpha spending: "
+           f"{seq['spending'].replace('_', '-')} (Lan–DeMets). The run stops at the first round "
+           "whose verdict is SUPPORTED or REFUTED; each round's CI is at that round's nominal "
+           "level.", "", "| round | seeds per arm | CI level | verdict | estimate | CI |",
+           "|---|---|---|---|---|---|"]
+    for i, r in enumerate(seq["rounds"], 1):
+        est = _num(r.get("estimate")) if "estimate" in r else "—"
+        ci = _ci(r["ci"]) if "ci" in r else ", ".join(f"{k}: {v}" for k, v in
+                                                       r.get("members", {}).items())
+        out.append(f"| {i} | {r['seeds']} | {_num(r['ci_level'])} | {r['verdict']} | {est} | "
+                   f"{ci} |")
+    return [*out, ""]
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     claim, prov = res["claim"], res["provenance"]
     src = claim["source"]
@@ -132,6 +150,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"- Metric: `{res['metric']['name']}` — {res['metric']['description']} "
         f"Diverged seeds: {res['metric']['on_diverged']}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
+        *_rounds(res.get("sequential")),
         "![accuracy curves](curves.png)",
         "",
         "![Kaplan–Meier curves](survival.png)",

@@ -66,6 +66,9 @@ def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
         "result": None if claim.family else run.result.to_dict(),
         "verdict": run.verdict.value,
         "reason": run.reason,
+        "sequential": ({"looks": [n for n, _ in run.schedule],
+                        "spending": getattr(loaded.scale_seeds(run.scale), "spending", None),
+                        "rounds": run.rounds} if len(run.schedule) > 1 else None),
         "per_seed": per_seed,
         "provenance": {
             **provenance(), "code_version": code_version(), "device": sorted(devices),
