@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("claims", nargs="+", type=Path)
 
     sub.add_parser("schema", help="print the JSON Schema of a claim file")
+
+    store = sub.add_parser("store", help="inspect the result store")
+    store_sub = store.add_subparsers(dest="store_command", required=True)
+    verify = store_sub.add_parser("verify", help="re-hash every record; list corrupt/orphaned")
+    verify.add_argument("--store", type=Path, default=Path(".grokverify/store"))
     return p
 
 
@@ -100,6 +105,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import ExecutionError
     from grokverify.pipeline import RunOptions, run_claims
     from grokverify.spec import load_claim
+    from grokverify.store import StoreError
 
     if args.seeds is not None and args.seeds < 1:
         console.print("[red]--seeds must be >= 1[/red]")
@@ -114,7 +120,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
                       gpus_per_task=args.gpus_per_task)
     try:
         runs = run_claims(claims, opts, console)
-    except ExecutionError as exc:
+    except (ExecutionError, StoreError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return EXIT_RUN_FAILED
     except OSError as exc:
@@ -149,14 +155,32 @@ def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema}
+def _cmd_store(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.store import Store, verify
+
+    if not args.store.is_dir():
+        console.print(f"[red]error:[/red] no store at {args.store}")
+        return EXIT_RUN_FAILED
+    report = verify(Store(args.store))
+    for path, why in report.corrupt:
+        console.print(f"[red]corrupt[/red]  {path}: {why}")
+    for path, why in report.orphaned:
+        console.print(f"[yellow]orphaned[/yellow] {path}: {why}")
+    console.print(f"{report.ok} record(s) ok ({report.older_code} from another code version, "
+                  f"kept but not reused), {len(report.corrupt)} corrupt, "
+                  f"{len(report.orphaned)} orphaned")
+    return EXIT_RUN_FAILED if report.corrupt or report.orphaned else EXIT_OK
+
+
+_COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
+             "store": _cmd_store}
 
 
 def main(argv: list[str] | None = None) -> int:
     from grokverify.yamlio import SpecError
 
     args = _parser().parse_args(argv)
-    console = Console(stderr=False)
+    console = Console(stderr=False, soft_wrap=True)
     try:
         return _COMMANDS[args.command](args, console)
     except SpecError as exc:

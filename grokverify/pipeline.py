@@ -7,7 +7,7 @@ every sequential round), and nothing is started when every record is already sto
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -125,6 +125,7 @@ class _Trainer:
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
                 for key, rec in zip(trial.keys, records, strict=True):
                     self.store.put(key, rec)
+                    self.store.unlock(key)
                 done["seeds"] += len(records)
                 done["trials"] += 1
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
@@ -141,6 +142,57 @@ class _Trainer:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
+
+
+def _lock_trials(trials: list[Trial], store: Store) -> tuple[list[Trial], list[str]]:
+    """Split pending work into seeds this process claimed (lock files) and seeds another live
+    process is training, so two runs on one store never train the same seed."""
+    mine: list[Trial] = []
+    others: list[str] = []
+    for trial in trials:
+        seeds, keys = [], []
+        for seed, key in zip(trial.seeds, trial.keys, strict=True):
+            if not store.try_lock(key):
+                others.append(key)
+            elif store.has(key):  # finished by another process since we looked
+                store.unlock(key)
+            else:
+                seeds.append(seed)
+                keys.append(key)
+        if seeds:
+            mine.append(replace(trial, seeds=tuple(seeds), keys=tuple(keys)))
+    return mine, others
+
+
+def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
+                   console: Console) -> tuple[dict[str, float], dict[str, int]]:
+    """Train what no other process is training, wait for what one is, until nothing is
+    missing. Returns wall time and seeds trained here, per claim."""
+    walls: dict[str, float] = {}
+    trained: dict[str, int] = {}
+    while trials:
+        mine, others = _lock_trials(trials, store)
+        try:
+            for claim_id, wall in trainer.train(mine).items():
+                walls[claim_id] = walls.get(claim_id, 0.0) + wall
+        finally:
+            for trial in mine:  # release what an error or interrupt left unstored
+                for key in trial.keys:
+                    if not store.has(key):
+                        store.unlock(key)
+        for trial in mine:
+            trained[trial.claim_id] = trained.get(trial.claim_id, 0) + len(trial.seeds)
+        if others:
+            console.print(f"[dim]waiting for {len(others)} seed(s) that another grokverify "
+                          f"process is training on this store[/dim]")
+            while any(store.locked_by_other(k) and not store.has(k) for k in others):
+                time.sleep(1.0)
+        trials = [replace(t, seeds=tuple(s for s, k in zip(t.seeds, t.keys, strict=True)
+                                         if not store.has(k)),
+                          keys=tuple(k for k in t.keys if not store.has(k)))
+                  for t in trials]
+        trials = [t for t in trials if t.seeds]
+    return walls, trained
 
 
 def _at_level(params: BaseModel, level: float | None) -> BaseModel:
@@ -225,14 +277,16 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
             for run in open_runs:
                 n, _ = run.schedule[len(run.rounds)]
                 run.plans = plan_arms(run.loaded, opts.scale, device, n)
-                pending = pending_trials(run.loaded.claim.id, run.plans, store, opts.chunk_size)
-                run.trained += sum(len(t.seeds) for t in pending)
-                trials.extend(pending)
-            walls = trainer.train(trials)
+                trials.extend(pending_trials(run.loaded.claim.id, run.plans, store,
+                                             opts.chunk_size))
+            if trials:
+                store.check_writable()
+            walls, trained = _train_claimed(trials, trainer, store, console)
             still_open = []
             for run in open_runs:
                 n, level = run.schedule[len(run.rounds)]
                 run.train_wall_s += walls.get(run.loaded.claim.id, 0.0)
+                run.trained += trained.get(run.loaded.claim.id, 0)
                 analyse(run, store, level)
                 run.rounds.append(_round_record(run, n, level))
                 decided = run.verdict in (Verdict.SUPPORTED, Verdict.REFUTED)
