@@ -52,6 +52,18 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the JSON Schema of a claim file")
 
+    plan = sub.add_parser("plan", help="seeds needed for a target power (pilot or effect)")
+    plan.add_argument("claim", type=Path)
+    plan.add_argument("--scale", default="quick")
+    plan.add_argument("--store", type=Path, default=Path(".grokverify/store"))
+    plan.add_argument("--device", default="auto")
+    plan.add_argument("--effect", type=float, default=None,
+                      help="declared true effect (e.g. ratio of medians 0.6) instead of a pilot")
+    plan.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    plan.add_argument("--candidates", default="4,8,12,16,20,24,32,48",
+                      help="seed counts per arm to evaluate")
+    plan.add_argument("--n-sim", type=int, default=200, help="simulated claims per candidate")
+
     store = sub.add_parser("store", help="inspect the result store")
     store_sub = store.add_subparsers(dest="store_command", required=True)
     verify = store_sub.add_parser("verify", help="re-hash every record; list corrupt/orphaned")
@@ -69,7 +81,7 @@ def _arms_table(run: ClaimRun) -> Table:
     table = Table(title=_title(run))
     level = next(iter(run.results.values())).ci_level
     for col in ("member", "arm", "seeds", "events", "censored", "excluded", "median",
-                f"{level * 100:g}% CI"):
+                f"{level * 100:.4g}% CI"):
         table.add_column(col)
     for member, res in run.results.items():
         for arm in res.arms:
@@ -82,7 +94,7 @@ def _arms_table(run: ClaimRun) -> Table:
 
 def _effect_line(res: CriterionResult) -> str:
     p = format_number(res.p_value) if res.p_value is not None else "—"
-    return (f"{res.effect_label} = {format_number(res.estimate)}, {res.ci_level * 100:g}% CI "
+    return (f"{res.effect_label} = {format_number(res.estimate)}, {res.ci_level * 100:.4g}% CI "
             f"{format_ci(res.ci)}, {res.test.split(' (')[0]} p = {p}")
 
 
@@ -155,6 +167,49 @@ def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.execute import resolve_device
+    from grokverify.plan import plan_claim
+    from grokverify.spec import load_claim
+    from grokverify.store import Store
+
+    loaded = load_claim(args.claim)
+    if args.scale not in loaded.claim.scales:
+        console.print(f"[red]error:[/red] no scale {args.scale!r}")
+        return EXIT_BAD_INPUT
+    try:
+        candidates = sorted({int(x) for x in args.candidates.split(",")})
+    except ValueError:
+        console.print(f"[red]error:[/red] --candidates: expected integers, got {args.candidates}")
+        return EXIT_BAD_INPUT
+    if not 0 < args.power < 1 or min(candidates) < 2 or args.n_sim < 10:
+        console.print("[red]error:[/red] need 0 < --power < 1, candidates >= 2, --n-sim >= 10")
+        return EXIT_BAD_INPUT
+    try:
+        result = plan_claim(loaded, args.scale, Store(args.store), resolve_device(args.device),
+                            args.effect, args.power, candidates, args.n_sim)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return EXIT_RUN_FAILED
+    source = (f"pilot of {result.pilot_seeds} seed(s) per arm from the store"
+              if args.effect is None else f"declared effect {args.effect:g}")
+    table = Table(title=f"{loaded.claim.id}: P(SUPPORTED) by seeds per arm ({source})")
+    table.add_column("seeds per arm")
+    for member in result.members:
+        table.add_column(member or "power")
+    for i, n in enumerate(candidates):
+        table.add_row(str(n), *(f"{p.power[i]:.2f} ± {p.mc_se[i]:.2f}"
+                                for p in result.members.values()))
+    console.print(table)
+    for member, p in result.members.items():
+        name = f"{member}: " if member else ""
+        rec = (f"{p.recommended} seeds per arm" if p.recommended else
+               f"more than {candidates[-1]} seeds per arm (none of the candidates)")
+        console.print(f"{name}{args.power:.0%} power needs {rec}.")
+        console.print(f"  [dim]{p.explanation}[/dim]")
+    return EXIT_OK
+
+
 def _cmd_store(args: argparse.Namespace, console: Console) -> int:
     from grokverify.store import Store, verify
 
@@ -173,7 +228,7 @@ def _cmd_store(args: argparse.Namespace, console: Console) -> int:
 
 
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
-             "store": _cmd_store}
+             "store": _cmd_store, "plan": _cmd_plan}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from grokverify.report import write_report
 from grokverify.samples import arm_sample
 from grokverify.spec import SINGLE, LoadedClaim
 from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.sequential import at_level, nominal_levels
 from grokverify.store import Store
 
 
@@ -195,23 +196,11 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
     return walls, trained
 
 
-def _at_level(params: BaseModel, level: float | None) -> BaseModel:
-    """The criterion's params with its CI at `level` (a sequential round's nominal level)."""
-    if level is None:
-        return params
-    if "ci_level" in type(params).model_fields:
-        return params.model_copy(update={"ci_level": level})
-    if "alpha" in type(params).model_fields:  # TOST: its (1 - 2 alpha) CI is the level-CI
-        return params.model_copy(update={"alpha": (1.0 - level) / 2.0})
-    return params
-
-
 def _declared_level(params: BaseModel) -> float:
+    """The criterion's own CI level (TOST's is 1 - 2 alpha)."""
     if "ci_level" in type(params).model_fields:
         return float(params.ci_level)  # type: ignore[attr-defined]
-    if "alpha" in type(params).model_fields:
-        return 1.0 - 2.0 * float(params.alpha)  # type: ignore[attr-defined]
-    return 0.95
+    return 1.0 - 2.0 * float(params.alpha)  # type: ignore[attr-defined]
 
 
 def schedule(loaded: LoadedClaim, scale: str,
@@ -220,8 +209,6 @@ def schedule(loaded: LoadedClaim, scale: str,
     seeds = override if override is not None else loaded.scale_seeds(scale)
     if isinstance(seeds, int):
         return [(seeds, None)]
-    from grokverify.stats.sequential import nominal_levels
-
     looks = seeds.looks()
     alpha = 1.0 - _declared_level(loaded.claim.criterion)
     levels = nominal_levels([n / looks[-1] for n in looks], alpha, seeds.spending)
@@ -232,7 +219,7 @@ def analyse(run: ClaimRun, store: Store, level: float | None = None) -> None:
     """Per member: records → samples → criterion; then the family combination, if any."""
     claim = run.loaded.claim
     criterion = CRITERIA[claim.criterion.name]
-    params = _at_level(claim.criterion, level)
+    params = claim.criterion if level is None else at_level(claim.criterion, level)
     extra = criterion.metrics_of(claim.criterion) if criterion.metrics_of else []
     run.samples = {}
     for plan in run.plans:

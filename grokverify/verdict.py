@@ -60,7 +60,7 @@ def decide(
     if math.isnan(threshold):
         raise ValueError("threshold must be a number, not NaN")
     low, high = float(ci[0]), float(ci[1])
-    head = f"The {ci_level * 100:g}% CI of the {effect_label}, {format_ci((low, high))},"
+    head = f"The {ci_level * 100:.4g}% CI of the {effect_label}, {format_ci((low, high))},"
     tail = f"(point estimate {format_number(estimate)})."
     thr = format_number(threshold)
     if math.isnan(low) or math.isnan(high) or low > high:
@@ -102,7 +102,7 @@ def decide_interval(
     if math.isnan(lower) or math.isnan(upper) or lower > upper:
         raise ValueError(f"the claimed region [{lower}, {upper}] is not an interval")
     low, high = float(ci[0]), float(ci[1])
-    head = f"The {ci_level * 100:g}% CI of the {effect_label}, {format_ci((low, high))},"
+    head = f"The {ci_level * 100:.4g}% CI of the {effect_label}, {format_ci((low, high))},"
     tail = f"(point estimate {format_number(estimate)})."
     region = format_ci((lower, upper))
     if math.isnan(low) or math.isnan(high) or low > high:

@@ -35,7 +35,7 @@ def _scale_banner(scale: dict[str, Any]) -> str:
 def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -> list[str]:
     level = result["ci_level"]
     rows = [f"| arm | seeds | events | censored | diverged | excluded | median | "
-            f"{level * 100:g}% CI |", "|---|---|---|---|---|---|---|---|"]
+            f"{level * 100:.4g}% CI |", "|---|---|---|---|---|---|---|---|"]
     for arm in result["arms"]:
         info = arms[f"{member}/{arm['name']}" if member else arm["name"]]
         excluded = ", ".join(f"{k}: {v}" for k, v in arm["excluded"].items()) or "0"
@@ -49,7 +49,7 @@ def _effect_lines(result: dict[str, Any]) -> list[str]:
     p = result["p_value"]
     return [
         f"- Effect: {result['effect_label']} = **{_num(result['estimate'])}**, "
-        f"{result['ci_level'] * 100:g}% CI {_ci(result['ci'])}",
+        f"{result['ci_level'] * 100:.4g}% CI {_ci(result['ci'])}",
         f"- Claimed region: {result['claimed_region']}",
         f"- Test: {result['test']}, p = {_num(p) if p is not None else '—'}",
     ]
