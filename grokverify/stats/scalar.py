@@ -35,7 +35,12 @@ from grokverify.stats.common import (
     summarize,
     too_few_seeds,
 )
-from grokverify.stats.survival import Effect, median_effect
+from grokverify.stats.survival import (
+    Effect,
+    check_two_arm_effect,
+    effect_threshold,
+    median_effect,
+)
 
 SCALAR = "scalar_compare"
 VALUE = "value"
@@ -81,20 +86,17 @@ class ScalarCompareParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ScalarCompareParams:
-        if self.baseline == self.treated:
-            raise ValueError("baseline and treated must be different arms")
         if self.min_effect is None:
             if self.effect == "difference":
                 raise ValueError("effect 'difference' needs min_effect in the metric's units")
             self.min_effect = DEFAULT_MIN_EFFECT
-        if self.effect == "ratio" and self.direction == "less" and self.min_effect >= 1:
-            raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
+                             self.min_effect)
         return self
 
     @property
     def threshold(self) -> float:
-        sign = -1.0 if self.direction == "less" else 1.0
-        return (1.0 if self.effect == "ratio" else 0.0) + sign * float(self.min_effect or 0.0)
+        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0))
 
 
 def _scalar_label(p: ScalarCompareParams) -> str:

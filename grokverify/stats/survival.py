@@ -182,6 +182,22 @@ def _resampled_medians(arm: ArmSample, n_boot: int, rng: np.random.Generator) ->
     return km_median_batch(arm.times[idx], arm.observed[idx])
 
 
+def check_two_arm_effect(baseline: str, treated: str, effect: Effect, direction: str,
+                         min_effect: float) -> None:
+    """Validation shared by the two-arm effect criteria (survival_compare, scalar_compare)."""
+    if baseline == treated:
+        raise ValueError("baseline and treated must be different arms")
+    if effect == "ratio" and direction == "less" and min_effect >= 1:
+        raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+
+
+def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float:
+    """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m (metric units) for a
+    difference."""
+    sign = -1.0 if direction == "less" else 1.0
+    return (1.0 if effect == "ratio" else 0.0) + sign * min_effect
+
+
 class SurvivalCompareParams(BaseModel):
     """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect."""
 
@@ -199,18 +215,13 @@ class SurvivalCompareParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> SurvivalCompareParams:
-        if self.baseline == self.treated:
-            raise ValueError("baseline and treated must be different arms")
-        if self.effect == "ratio" and self.direction == "less" and self.min_effect >= 1:
-            raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
+                             self.min_effect)
         return self
 
     @property
     def threshold(self) -> float:
-        """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m steps for a difference."""
-        sign = -1.0 if self.direction == "less" else 1.0
-        base = 1.0 if self.effect == "ratio" else 0.0
-        return base + sign * self.min_effect
+        return effect_threshold(self.effect, self.direction, self.min_effect)
 
 
 def _effect_label(p: SurvivalCompareParams) -> str:
