@@ -416,6 +416,7 @@ def _unwrap(annotation: Any, node: Any) -> Any:
     if typing.get_origin(annotation) is Annotated:
         return _unwrap(args[0], node)
     if args and all(hasattr(a, "model_fields") for a in args if a is not type(None)):
+        args = tuple(a for a in args if a is not type(None))
         for arg in args:
             tag = arg.model_fields.get("kind") or arg.model_fields.get("name")
             if tag and isinstance(node, dict) and node.get("kind", node.get("name")) in \
@@ -434,13 +435,29 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
     out: list[Problem] = []
     errors = exc.errors()
     paths = [_data_path(err["loc"], data) for err in errors]
-    for err, path in zip(errors, paths, strict=True):
+    # paths where a union's scalar branch took the value's type but not its value (seeds: 0)
+    fits_scalar = {p for e, p in zip(errors, paths, strict=True)
+                   if not isinstance(e.get("input"), dict)
+                   and not e["type"].endswith(("_type", "_parsing"))}
+    for i, (err, path) in enumerate(zip(errors, paths, strict=True)):
         if isinstance(err.get("input"), dict) and err["type"].endswith(("_type", "_parsing")) \
-                and any(p[:len(path)] == path and len(p) > len(path) for p in paths):
+                and any(p[:len(path)] == path for j, p in enumerate(paths) if j != i):
             continue  # a scalar branch of a union given a mapping: the mapping's errors say more
+        if err["type"] in _MAPPING_TYPE_ERRORS and path in fits_scalar:
+            continue  # the mapping branch of a union given a scalar: the scalar's error says more
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            path = (*path, str(err["ctx"]["discriminator"]).strip("'"))  # point at kind/name
-        if err["type"] == "extra_forbidden":
+            tag_key = str(err["ctx"]["discriminator"]).strip("'")
+            path = (*path, tag_key)  # point at kind/name
+            what, registry = _TAGGED.get(tag_key, (tag_key, {}))
+            known = ", ".join(repr(name) for name in sorted(registry))
+            if err["type"] == "union_tag_not_found":
+                message = f"required field is missing; one of: {known}"
+            else:
+                tag = str(err["ctx"]["tag"])
+                hint = difflib.get_close_matches(tag, list(registry), n=1)
+                did = f" (did you mean {hint[0]!r}?)" if hint else ""
+                message = f"unknown {what} {tag!r}{did}; known: {known}"
+        elif err["type"] == "extra_forbidden":
             allowed = _allowed_keys(model, path[:-1], data)
             hint = difflib.get_close_matches(str(path[-1]), allowed, n=1)
             message = f"unknown key {path[-1]!r}"
@@ -450,8 +467,11 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
             message = "required field is missing"
         else:
             got = err.get("input")
-            shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-            message = err["msg"].removeprefix("Value error, ") + shown
+            message = _MAPPING_WORDS.sub("a mapping", err["msg"].removeprefix("Value error, "))
+            if isinstance(got, dict | list):
+                message += f" (got a {_kind(got)})" if err["type"].endswith("_type") else ""
+            elif repr(got) not in message:
+                message += f" (got {got!r})"
         shown_path = (*prefix, *path)
         line = lines.line_of(shown_path)
         for source in sources or []:
@@ -461,6 +481,14 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
                 break
         out.append(Problem(file, line, dotted(shown_path), message))
     return _merge_alternatives(out)
+
+
+# discriminator -> (what it names, registry of its values), for the tagged unions above
+_TAGGED: dict[str, tuple[str, dict[str, Any]]] = {"kind": ("model kind", MODELS),
+                                                  "name": ("criterion", CRITERIA)}
+_MAPPING_TYPE_ERRORS = ("model_type", "dict_type", "model_attributes_type")
+_MAPPING_WORDS = re.compile(r"a valid dictionary or object to extract fields from|"
+                            r"a valid dictionary( or instance of \w+)?")
 
 
 def _merge_alternatives(problems: list[Problem]) -> list[Problem]:

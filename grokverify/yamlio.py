@@ -98,6 +98,27 @@ def _scalar(node: yaml.Node) -> Any:
     return _SCALAR_LOADER.construct_object(node, deep=True)
 
 
+# scanner contexts whose context mark, not the problem mark, is the line to fix
+_STARTS_AT_CONTEXT = {
+    "while scanning a simple key": "a key with no ':' after it (expected 'key: value')",
+    "while scanning a quoted scalar": "a quoted string that is never closed",
+}
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError) -> str:
+    """pyyaml's problem, said in terms of what to fix where pyyaml's own words are parser-speak."""
+    problem, context, start = exc.problem or str(exc), exc.context or "", exc.context_mark
+    if context in _STARTS_AT_CONTEXT:
+        return f"{_STARTS_AT_CONTEXT[context]} ({problem})"
+    if start is not None and context.startswith("while parsing a flow "):
+        what = context.removeprefix("while parsing a ")
+        return f"{problem} (the {what} opened on line {start.line + 1} is not closed)"
+    if start is not None and problem.startswith("expected <block end>"):
+        return (f"this line does not fit the indentation of the mapping that starts on line "
+                f"{start.line + 1}")
+    return problem
+
+
 def load_yaml_text(text: str, file: str) -> tuple[Any, LineMap]:
     """Parse YAML text into plain Python data plus the line of every path."""
     try:
@@ -110,7 +131,9 @@ def load_yaml_text(text: str, file: str) -> tuple[Any, LineMap]:
         if "\t" in bad_line[: len(bad_line) - len(bad_line.lstrip())] or "'\\t'" in str(exc):
             message = "tab character used for indentation; YAML needs spaces"
         else:
-            message = f"YAML syntax error: {exc.problem or exc}"
+            message = f"YAML syntax error: {_syntax_problem(exc)}"
+            if exc.context in _STARTS_AT_CONTEXT and exc.context_mark:
+                line = exc.context_mark.line + 1  # where the unfinished token starts
         raise SpecError([Problem(file, line, "", message)]) from None
     except yaml.YAMLError as exc:
         raise SpecError([Problem(file, None, "", f"YAML error: {exc}")]) from None

@@ -1,0 +1,182 @@
+"""The corpus of malformed claims in tests/bad_claims/: each must fail cleanly with its message.
+
+Every `<case>.yaml` opens with comment lines giving what `grokverify validate` must print:
+
+    # what is wrong (free text)
+    # expect-line: 12                               (absent: the problem names no line)
+    # expect-path: arms.c10.optimizer.emb_lr_mul    (absent: the problem names no field)
+    # expect: unknown key 'emb_lr_mul'              (one or more substrings of the problem)
+
+A case whose file cannot carry comments (zero bytes, not UTF-8) keeps them in `<case>.expect`.
+The problem line must read `file[:line]: [path: ]message`, exit 2, with no traceback and no
+pydantic-internal wording.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grokverify.cli import main
+
+CORPUS = Path(__file__).resolve().parent / "bad_claims"
+CASES = sorted(CORPUS.glob("*.yaml"))
+GOOD = Path(__file__).resolve().parent / "fixtures" / "tiny_claim.yaml"
+
+# what the issue asks the corpus to cover (a case may cover more than one)
+REQUIRED = {
+    "syntax_unclosed_flow", "syntax_bad_indentation", "tab_indentation",
+    "unknown_key_top_level", "unknown_key_source", "unknown_key_base", "unknown_key_base_task",
+    "unknown_key_base_model", "unknown_key_base_optimizer", "unknown_key_base_training",
+    "unknown_key_arm_section", "unknown_key_scale", "unknown_key_scale_override",
+    "unknown_key_metric", "unknown_key_criterion", "unknown_key_family",
+    "wrong_type_string_for_int", "out_of_range_train_frac", "unknown_task_op",
+    "unknown_model_kind", "unknown_optimizer", "unknown_criterion", "unknown_metric",
+    "missing_required_field", "arm_overrides_missing_path", "scale_overrides_missing_path",
+    "duplicate_arm", "zero_seeds", "threshold_above_one", "threshold_negative",
+    "criterion_missing_arm", "empty", "non_utf8", "not_a_mapping_list", "not_a_mapping_scalar",
+}
+
+# words of pydantic's or pyyaml's internals that a claim author should never have to read
+JARGON = ("Traceback", "union_tag", "Input tag", "discriminator", "instance of",
+          "errors.pydantic.dev", "[type=", "<block", "<scalar>")
+
+_HEADER = re.compile(r"^#\s*(expect|expect-line|expect-path):\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    line: int | None
+    path: str | None
+    fragments: tuple[str, ...]
+
+
+def expectation(case: Path) -> Expectation:
+    """The leading comment block of the case (or of its `.expect` sidecar)."""
+    sidecar = case.with_suffix(".expect")
+    text = (sidecar if sidecar.exists() else case).read_text(encoding="utf-8")
+    line: int | None = None
+    path: str | None = None
+    fragments: list[str] = []
+    for raw in text.splitlines():
+        if not raw.startswith("#"):
+            break
+        match = _HEADER.match(raw)
+        if match is None:
+            continue
+        key, value = match.groups()
+        if key == "expect-line":
+            assert value.isdigit(), f"{case.name}: expect-line must be a number, got {value!r}"
+            line = int(value)
+        elif key == "expect-path":
+            path = value
+        else:
+            fragments.append(value)
+    return Expectation(line, path, tuple(fragments))
+
+
+def problem_for(err: str, case: Path, exp: Expectation) -> str:
+    """The stderr line for this case's expected problem, with every expected fragment in it."""
+    where = f"{case}" if exp.line is None else f"{case}:{exp.line}"
+    prefix = f"{where}: {exp.path}: " if exp.path else f"{where}: "
+    hits = [ln for ln in err.splitlines() if ln.startswith(prefix)]
+    assert hits, f"no problem starting {prefix!r} in:\n{err}"
+    if exp.path is None:  # a file-level problem: no field path after the location
+        hits = [ln for ln in hits if not re.match(r"[\w.\[\]]+: ", ln[len(prefix):])]
+        assert hits, f"expected a file-level problem (no field path) at {prefix!r} in:\n{err}"
+    complete = [ln for ln in hits if all(f in ln for f in exp.fragments)]
+    assert complete, (f"no problem at {prefix!r} contains all of {list(exp.fragments)}; "
+                      f"got:\n" + "\n".join(hits))
+    return complete[0]
+
+
+def check_output(case: Path, exp: Expectation, out: str, err: str) -> str:
+    for word in JARGON:
+        assert word not in out + err, f"{word!r} in the output for {case.name}:\n{out}{err}"
+    found = problem_for(err, case, exp)
+    for ln in err.splitlines():
+        assert ln.startswith(f"{case}:") or not ln.strip(), f"a problem not naming the file: {ln!r}"
+    return found
+
+
+# ---------------------------------------------------------------- the corpus itself
+
+
+def test_corpus_is_complete() -> None:
+    names = {case.stem for case in CASES}
+    assert len(CASES) >= 25, f"only {len(CASES)} cases"
+    assert not REQUIRED - names, f"missing cases: {sorted(REQUIRED - names)}"
+    for sidecar in CORPUS.glob("*.expect"):
+        assert sidecar.with_suffix(".yaml").exists(), f"{sidecar.name} has no case file"
+    others = {p.name for p in CORPUS.iterdir()} - {p.name for p in CASES} - {
+        p.name for p in CORPUS.glob("*.expect")}
+    assert not others, f"stray files in {CORPUS}: {sorted(others)}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_case_has_expectations(case: Path) -> None:
+    exp = expectation(case)
+    assert exp.fragments, f"{case.name} has no '# expect:' line (in the file or a .expect sidecar)"
+    assert all(exp.fragments), f"{case.name} has an empty '# expect:' line"
+
+
+def test_non_utf8_case_is_really_not_utf8() -> None:
+    with pytest.raises(UnicodeDecodeError):
+        (CORPUS / "non_utf8.yaml").read_bytes().decode("utf-8")
+    assert (CORPUS / "empty.yaml").read_bytes() == b""
+
+
+# ---------------------------------------------------------------- grokverify validate
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_bad_claim_is_reported(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = expectation(case)
+    rc = main(["validate", str(case)])
+    out, err = capsys.readouterr()
+    assert rc == 2, f"exit {rc} for {case.name}; stdout:\n{out}\nstderr:\n{err}"
+    assert "ok" not in out.split()
+    check_output(case, exp, out, err)
+
+
+def _console_script() -> list[str]:
+    script = Path(sys.executable).with_name("grokverify")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "grokverify.cli"]
+
+
+def test_console_script_reports_whole_corpus(tmp_path: Path) -> None:
+    """The installed entry point, one process for every case: exit 2, each problem, no trace."""
+    proc = subprocess.run([*_console_script(), "validate", *map(str, CASES)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    for word in JARGON:
+        assert word not in proc.stdout + proc.stderr, f"{word!r} in:\n{proc.stderr}"
+    for case in CASES:
+        problem_for(proc.stderr, case, expectation(case))
+    assert "ok" not in proc.stdout.split()
+
+
+# ---------------------------------------------------------------- grokverify run
+
+RUN_CASES = ["unknown_key_arm_section", "scale_override_conflict", "criterion_missing_arm",
+             "syntax_unclosed_flow", "non_utf8"]
+
+
+@pytest.mark.parametrize("name", RUN_CASES)
+def test_run_refuses_bad_claim_and_trains_nothing(name: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` checks every claim before training any: a good claim listed first is not run."""
+    case = CORPUS / f"{name}.yaml"
+    store, reports = tmp_path / "store", tmp_path / "reports"
+    rc = main(["run", str(GOOD), str(case), "--executor", "local", "--device", "cpu",
+               "--store", str(store), "--reports", str(reports)])
+    out, err = capsys.readouterr()
+    assert rc == 2, f"exit {rc}; stdout:\n{out}\nstderr:\n{err}"
+    check_output(case, expectation(case), out, err)
+    assert not store.exists() or not any(store.iterdir()), "a bad claim must train nothing"
+    assert not reports.exists() or not any(reports.iterdir())
