@@ -83,7 +83,7 @@ def observed_median(median: float, eval_interval: float | None = None,
         if math.isclose(k * eval_interval, m, rel_tol=1e-12, abs_tol=0.0):
             k += 1
         m = k * eval_interval
-    return m if m < budget else math.inf
+    return m if m <= budget else math.inf
 
 
 def _censor(times: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,340 @@
+"""Group-sequential seeding: run seeds in rounds and stop as soon as the verdict is decided.
+
+A claim's ``seeds: {min, max, step}`` runs the arms at ``n = min, min + step, ..., max`` seeds
+(`looks`; the last look is always ``max``). After each round the criterion is re-run on all
+seeds so far; the verdict is **final at the first look where it is SUPPORTED or REFUTED**, and
+when no look decides, the **last look's verdict (INCONCLUSIVE) stands**.
+
+Looking repeatedly at accumulating data would inflate the error rates if every look used the
+declared CI level, so each look uses a wider CI, from an **alpha-spending function** (Lan &
+DeMets 1983). With information fraction ``t_k = n_k / n_max`` (seeds per arm at look k over the
+maximum), the spending function ``alpha(t)`` says how much of the two-sided error ``alpha`` may
+have been spent by look k:
+
+* ``obrien_fleming`` (O'Brien-Fleming type): ``alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt(t))`` --
+  very strict early looks, the last look close to the fixed-n level;
+* ``pocock`` (Pocock type): ``alpha(t) = alpha ln(1 + (e - 1) t)`` -- nearly equal levels.
+
+`nominal_levels` turns the spent amounts into per-look *nominal* two-sided levels ``alpha_k``:
+the boundaries ``|Z_k| >= c_k`` (``alpha_k = 2 - 2 Phi(c_k)``) are chosen so that, for a
+statistic with Brownian-motion correlation ``corr(Z_i, Z_j) = sqrt(t_i / t_j)`` (i <= j) between
+looks, the probability under the null of crossing at any look up to k equals ``alpha(t_k)``
+exactly. It is computed by recursive numerical integration (Armitage, McPherson & Rowe 1969;
+Jennison & Turnbull 2000, ch. 19) with Gauss-Legendre quadrature, and cached. The CI at look k
+is the criterion's own CI at ``ci_level = 1 - alpha_k``.
+
+Both sides. The verdict is read off a two-sided CI, so one boundary pair serves both decisions:
+the same spending applies to the refute side (a CI wholly outside the claimed region at level
+``1 - alpha_k``) as to the support side, and each side's error is at most ``alpha / 2`` at the
+least favourable null (a true effect on the boundary of the claimed region).
+
+Mapping to the criteria. Criteria with a ``ci_level`` parameter get
+``params.model_copy(update={"ci_level": 1 - alpha_k})``. ``equivalence`` has no ``ci_level``
+field -- its CI level is ``1 - 2 alpha`` (the TOST convention) -- so it gets
+``update={"alpha": alpha_k / 2}``, which gives the same CI level ``1 - alpha_k``. By default the
+overall two-sided ``alpha`` is the criterion's own: ``1 - ci_level`` of the params (0.05 for the
+default 95% CI; for equivalence ``2 alpha``, 0.10 by default).
+
+Caveats. The integration assumes an (approximately) normal statistic with independent
+increments -- exact for means, asymptotic for the Cox Wald statistic, approximate for bootstrap
+CIs of medians and for the Wilson interval of a share. `grokverify.stats.simulate` and
+``benchmarks/calibration.py`` check the error rates that result, criterion by criterion. A
+percentile bootstrap CI at a small alpha_k needs enough resamples (``n_boot``) to place its
+extreme quantiles; with ``alpha_k = 0.0056`` (O'Brien-Fleming, first of two looks) 2000
+resamples leave about 5-6 beyond each end.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pydantic
+from scipy import optimize, special
+from scipy import stats as sps
+
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict
+
+SpendingKind = Literal["obrien_fleming", "pocock"]
+SPENDING_KINDS: tuple[str, ...] = ("obrien_fleming", "pocock")
+DECIDED = (Verdict.SUPPORTED, Verdict.REFUTED)
+
+
+# ---------------------------------------------------------------- looks and spending
+
+
+def looks(min: int, max: int, step: int) -> list[int]:  # the names of `seeds:`
+    """Seed counts at each look: min, min + step, ... below max, then max (always last)."""
+    lo, hi, st = int(min), int(max), int(step)
+    if lo < 1 or st < 1 or hi < lo:
+        raise ValueError(f"seeds needs 1 <= min <= max and step >= 1, got min={min}, "
+                         f"max={max}, step={step}")
+    out = list(range(lo, hi, st))
+    return [*out, hi]
+
+
+def information_fractions(look_sizes: Sequence[int]) -> list[float]:
+    """t_k = n_k / n_max for strictly increasing positive seed counts."""
+    sizes = [int(n) for n in look_sizes]
+    if not sizes or sizes[0] < 1 or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
+        raise ValueError(f"looks must be strictly increasing positive seed counts, got {sizes}")
+    return [n / sizes[-1] for n in sizes]
+
+
+def spending(t: float | np.ndarray, alpha: float, kind: SpendingKind) -> Any:
+    """Two-sided alpha spent by information fraction t in [0, 1] (Lan-DeMets).
+
+    ``obrien_fleming``: ``2 - 2 Phi(z_{alpha/2} / sqrt(t))``; ``pocock``:
+    ``alpha ln(1 + (e - 1) t)``. Both are 0 at t = 0 and alpha at t = 1."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    tt = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
+    if kind == "obrien_fleming":
+        z = sps.norm.isf(alpha / 2)
+        with np.errstate(divide="ignore"):
+            out = 2.0 * sps.norm.sf(z / np.sqrt(tt))
+    elif kind == "pocock":
+        out = alpha * np.log1p((math.e - 1.0) * tt)
+    else:
+        raise ValueError(f"unknown spending kind {kind!r}; known: {', '.join(SPENDING_KINDS)}")
+    out = np.where(tt >= 1.0, alpha, out)
+    return float(out) if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------- recursive integration
+
+
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
+def _nodes(half_width: float, step_sd: float) -> tuple[np.ndarray, np.ndarray]:
+    """Composite 8-point Gauss-Legendre nodes/weights on (-h, h), with panels no wider than
+    half the sd of the Gaussian kernel they integrate against (smooth on each panel)."""
+    panels = int(min(1000, max(4, math.ceil(4.0 * half_width / step_sd))))
+    edges = np.linspace(-half_width, half_width, panels + 1)
+    mid = (edges[1:] + edges[:-1]) / 2.0
+    half = (edges[1] - edges[0]) / 2.0
+    x = (mid[:, None] + half * _GL_X[None, :]).ravel()
+    w = np.tile(half * _GL_W, panels)
+    return x, w
+
+
+class _Continuation:
+    """Sub-density of B(t_k) on the continuation region (-b_k, b_k), B a standard Brownian
+    motion, on quadrature nodes: integrating it gives P(no crossing at looks 1..k)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.x: np.ndarray | None = None  # None: B(0) = 0, a point mass
+        self.w = np.ones(1)
+        self.f = np.ones(1)
+
+    def cross(self, t: float, b: float) -> float:
+        """P(continue through the previous looks and |B(t)| >= b)."""
+        s = math.sqrt(t - self.t)
+        x = np.zeros(1) if self.x is None else self.x
+        tails = special.ndtr((-b - x) / s) + special.ndtr((x - b) / s)
+        return float(np.sum(self.w * self.f * tails))
+
+    def advance(self, t: float, b: float) -> None:
+        """Move to look t with continuation region (-b, b)."""
+        s = math.sqrt(t - self.t)
+        x = np.zeros(1) if self.x is None else self.x
+        y, wy = _nodes(b, s)
+        z = (y[:, None] - x[None, :]) / s
+        kernel = np.exp(-0.5 * z * z) / (s * math.sqrt(2.0 * math.pi))
+        self.f = kernel @ (self.w * self.f)
+        self.x, self.w, self.t = y, wy, t
+
+
+def _check_fractions(fractions: Sequence[float]) -> tuple[float, ...]:
+    t = tuple(float(x) for x in fractions)
+    increasing = all(b > a for a, b in zip(t, t[1:], strict=False))
+    if not t or t[0] <= 0 or t[-1] > 1 + 1e-12 or not increasing:
+        raise ValueError(f"information fractions must increase within (0, 1], got {list(t)}")
+    return t
+
+
+def _excess(b: float, state: _Continuation, t: float, target: float) -> float:
+    return state.cross(t, b) - target
+
+
+@functools.lru_cache(maxsize=256)
+def _nominal_levels_cached(fractions: tuple[float, ...], alpha: float,
+                           kind: str) -> tuple[float, ...]:
+    spent = [float(spending(t, alpha, kind)) for t in fractions]  # type: ignore[arg-type]
+    state = _Continuation()
+    levels: list[float] = []
+    previous = 0.0
+    for t, cum in zip(fractions, spent, strict=True):
+        increment = cum - previous
+        previous = cum
+        if increment <= 0:
+            b = math.inf
+        else:
+            target = increment
+            hi = 1.0
+            while state.cross(t, hi) > target:
+                hi *= 2.0
+            if state.cross(t, 0.0) <= target:
+                b = 0.0
+            else:
+                b = optimize.brentq(_excess, 0.0, hi, args=(state, t, target), xtol=1e-12,
+                                    rtol=1e-12)
+        levels.append(float(2.0 * sps.norm.sf(b / math.sqrt(t))))
+        # beyond 10 sd of B(t) the continuation density is negligible
+        state.advance(t, max(min(b, 10.0 * math.sqrt(t)), 1e-9))
+    return tuple(levels)
+
+
+def nominal_levels(information_fractions: Sequence[float], alpha: float = 0.05,
+                   kind: SpendingKind = "obrien_fleming") -> list[float]:
+    """Per-look nominal two-sided levels alpha_k for the spending function `kind`.
+
+    Under the null, with correlation ``sqrt(t_i / t_j)`` between looks, the probability of
+    ``|Z_j| >= z_{alpha_j / 2}`` at some look j <= k equals ``spending(t_k, alpha, kind)``
+    for every k. The CI at look k is then the criterion's CI at level ``1 - alpha_k``. Results
+    are cached per (fractions, alpha, kind)."""
+    t = _check_fractions(information_fractions)
+    return list(_nominal_levels_cached(t, float(alpha), str(kind)))
+
+
+def crossing_probabilities(information_fractions: Sequence[float],
+                           levels: Sequence[float]) -> list[float]:
+    """Cumulative null probability of crossing by each look, for given nominal two-sided
+    levels (the inverse of `nominal_levels`; used to check published boundaries)."""
+    t = _check_fractions(information_fractions)
+    if len(levels) != len(t):
+        raise ValueError("one level per look")
+    state = _Continuation()
+    out: list[float] = []
+    total = 0.0
+    for tk, a in zip(t, levels, strict=True):
+        b = float(sps.norm.isf(a / 2.0)) * math.sqrt(tk)
+        total += state.cross(tk, b)
+        out.append(total)
+        state.advance(tk, b)
+    return out
+
+
+# ---------------------------------------------------------------- running a sequential claim
+
+
+@dataclass(frozen=True)
+class Round:
+    """One look: seeds per arm so far, the CI level used, the estimate, CI and verdict."""
+
+    n: int
+    information_fraction: float
+    ci_level: float
+    estimate: float
+    ci: tuple[float, float]
+    verdict: Verdict
+
+
+@dataclass
+class SequentialOutcome:
+    """The rounds actually run (up to the deciding look) and the final result.
+
+    ``result`` is the criterion's result at the last round run, with
+    ``details["sequential"]`` describing the design and the rounds."""
+
+    criterion: str
+    kind: str
+    alpha: float
+    looks: list[int]
+    nominal_levels: list[float]
+    rounds: list[Round]
+    result: CriterionResult
+    schedule: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.result.verdict
+
+    @property
+    def n_used(self) -> int:
+        """Seeds per arm at the look where the verdict became final."""
+        return self.rounds[-1].n
+
+    @property
+    def stopped_early(self) -> bool:
+        return len(self.rounds) < len(self.looks)
+
+
+def _own_alpha(params: pydantic.BaseModel) -> float:
+    level = getattr(params, "ci_level", None)
+    if level is None:
+        raise ValueError(f"{type(params).__name__} has no ci_level; pass alpha explicitly")
+    return 1.0 - float(level)
+
+
+def at_level(params: pydantic.BaseModel, ci_level: float) -> pydantic.BaseModel:
+    """The params with their CI at `ci_level`: ``ci_level`` where it is a field, else (as in
+    equivalence, CI level ``1 - 2 alpha``) ``alpha = (1 - ci_level) / 2``."""
+    fields = type(params).model_fields
+    if "ci_level" in fields:
+        out = params.model_copy(update={"ci_level": float(ci_level)})
+    elif "alpha" in fields:
+        out = params.model_copy(update={"alpha": (1.0 - float(ci_level)) / 2.0})
+    else:
+        raise ValueError(f"{type(params).__name__} has neither ci_level nor alpha")
+    got = float(getattr(out, "ci_level", math.nan))
+    if not math.isclose(got, ci_level, rel_tol=0, abs_tol=1e-12):
+        raise ValueError(f"could not set the CI level of {type(params).__name__} to {ci_level}")
+    return out
+
+
+def run_sequential(criterion_name: str, params: pydantic.BaseModel,
+                   draw_arms: Callable[[int], dict[str, ArmSample]],
+                   looks: Sequence[int], alpha: float | None = None,
+                   kind: SpendingKind = "obrien_fleming") -> SequentialOutcome:
+    """Run a claim group-sequentially: at each look n_k, judge ``draw_arms(n_k)`` (the arms
+    with their first n_k seeds) at CI level ``1 - alpha_k`` and stop at the first SUPPORTED or
+    REFUTED verdict; otherwise the last look's verdict stands.
+
+    ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
+    ``kind`` the spending function. Information fraction = n_k / n_max (seeds per arm)."""
+    from grokverify.stats import CRITERIA  # lazy: the registry may one day import this module
+
+    if criterion_name not in CRITERIA:
+        raise KeyError(f"unknown criterion {criterion_name!r}")
+    criterion = CRITERIA[criterion_name]
+    if not isinstance(params, criterion.params_model):
+        raise TypeError(f"expected {criterion.params_model.__name__}, got "
+                        f"{type(params).__name__}")
+    sizes = [int(n) for n in looks]
+    fractions = information_fractions(sizes)
+    total = _own_alpha(params) if alpha is None else float(alpha)
+    levels = nominal_levels(fractions, total, kind)
+    spent = [float(spending(t, total, kind)) for t in fractions]
+    rounds: list[Round] = []
+    result: CriterionResult | None = None
+    for n, t, a in zip(sizes, fractions, levels, strict=True):
+        level = 1.0 - a
+        result = criterion.run(at_level(params, level), draw_arms(n))
+        rounds.append(Round(n, t, level, float(result.estimate),
+                            (float(result.ci[0]), float(result.ci[1])), result.verdict))
+        if result.verdict in DECIDED:
+            break
+    assert result is not None
+    schedule = [{"n": n, "information_fraction": t, "alpha_spent": s, "nominal_alpha": a,
+                 "ci_level": 1.0 - a}
+                for n, t, s, a in zip(sizes, fractions, spent, levels, strict=True)]
+    final = rounds[-1]
+    result.details["sequential"] = {
+        "design": f"group-sequential, Lan-DeMets {kind.replace('_', '-')}-type alpha spending, "
+                  f"two-sided alpha {total:g} (both verdict sides), information = seeds / max",
+        "looks": sizes,
+        "schedule": schedule,
+        "rounds": [{"n": r.n, "ci_level": r.ci_level, "estimate": r.estimate,
+                    "ci": list(r.ci), "verdict": r.verdict.value} for r in rounds],
+        "stopped_at": final.n,
+        "stopped_early": len(rounds) < len(sizes),
+    }
+    return SequentialOutcome(criterion_name, kind, total, sizes, levels, rounds, result,
+                             schedule)
