@@ -50,6 +50,8 @@ from grokverify.stats import simulate as sim
 from grokverify.stats.sequential import nominal_levels, run_sequential
 
 LOOKS = (8, 12, 16, 20)
+# the proportion settings without an explicit method run the criterion's default; label it so
+DEFAULT_SHARE_METHOD = "beta"
 SPENDING = "obrien_fleming"
 COVERAGE_TARGET = 0.93
 FALSE_SUPPORTED_TARGET = 0.06
@@ -276,19 +278,21 @@ def build_settings(n_boot: int) -> list[Setting]:
     # proportion (outcome observed): region share >= threshold
     pr = {"name": "proportion", "arm": "arm", "direction": "greater", "threshold": 0.5}
     out += [
-        Setting("proportion", "Wilson, share 0.5 = threshold", pr, P(_shares, share=0.5), 0.5,
-                8, True, sequential=True, exact=P(_exact_share, 8, 0.5, 0.5, "wilson")),
-        Setting("proportion", "Wilson, share 0.5 = threshold", pr, P(_shares, share=0.5), 0.5,
-                16, True, exact=P(_exact_share, 16, 0.5, 0.5, "wilson")),
-        Setting("proportion", "Wilson, share 0.8 = threshold", {**pr, "threshold": 0.8},
+        Setting("proportion", "default (C-P), share 0.5 = threshold", pr,
+                P(_shares, share=0.5), 0.5, 8, True, sequential=True,
+                exact=P(_exact_share, 8, 0.5, 0.5, DEFAULT_SHARE_METHOD)),
+        Setting("proportion", "default (C-P), share 0.5 = threshold", pr,
+                P(_shares, share=0.5), 0.5, 16, True,
+                exact=P(_exact_share, 16, 0.5, 0.5, DEFAULT_SHARE_METHOD)),
+        Setting("proportion", "default (C-P), share 0.8 = threshold", {**pr, "threshold": 0.8},
                 P(_shares, share=0.8), 0.8, 20, True, sequential=True,
-                exact=P(_exact_share, 20, 0.8, 0.8, "wilson")),
+                exact=P(_exact_share, 20, 0.8, 0.8, DEFAULT_SHARE_METHOD)),
         Setting("proportion", "Clopper-Pearson, share 0.5 = threshold",
                 {**pr, "method": "beta"}, P(_shares, share=0.5), 0.5, 16, True,
                 exact=P(_exact_share, 16, 0.5, 0.5, "beta")),
-        Setting("proportion", "alt: Wilson, share 0.9, threshold 0.5", pr,
+        Setting("proportion", "alt: default (C-P), share 0.9, threshold 0.5", pr,
                 P(_shares, share=0.9), 0.9, 20, False,
-                exact=P(_exact_share, 20, 0.9, 0.5, "wilson")),
+                exact=P(_exact_share, 20, 0.9, 0.5, DEFAULT_SHARE_METHOD)),
     ]
 
     # correlation: region r >= 0.3
@@ -309,15 +313,16 @@ def build_settings(n_boot: int) -> list[Setting]:
     va = {"name": "value", "arm": "arm", "target": 10.0, "tol": 0.2, "n_boot": n_boot}
     skew_median = 12.0 / math.exp(0.5**2 / 2)  # lognormal s=0.5 (skewness 1.75), mean 12
     out += [
-        Setting("value", "mean (t), normal sd 0.3, mean = 10.2", va,
+        Setting("value", "mean (bootstrap-t), normal sd 0.3, mean = 10.2", va,
                 P(_values1, dist="normal", loc=10.2, scale=0.3), 10.2, 8, True,
                 sequential=True),
-        Setting("value", "mean (t), skewed lognormal s=0.5, tol 2, mean = 12", {**va, "tol": 2.0},
+        Setting("value", "mean (boot-t), skewed lognormal s=0.5, tol 2, mean = 12",
+                {**va, "tol": 2.0},
                 P(_values1, dist="lognormal", loc=skew_median, scale=0.5), 12.0, 12, True),
-        Setting("value", "median (BCa), normal sd 0.3, median = 10.2",
+        Setting("value", "median (order stat.), normal sd 0.3, median = 10.2",
                 {**va, "statistic": "median"}, P(_values1, dist="normal", loc=10.2, scale=0.3),
                 10.2, 12, True, sequential=True),
-        Setting("value", "alt: mean (t), normal sd 0.2, mean = 10.0", va,
+        Setting("value", "alt: mean (bootstrap-t), normal sd 0.2, mean = 10.0", va,
                 P(_values1, dist="normal", loc=10.0, scale=0.2), 10.0, 20, False),
     ]
     return out

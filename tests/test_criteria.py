@@ -276,11 +276,46 @@ def test_scalar_bca_matches_scipy() -> None:
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.mean(y, axis=axis) / np.mean(x, axis=axis)
 
+    # Hesterberg's expanded level for n = 20 seeds per arm, computed here by hand
+    n = 20
+    level = 1 - 2 * sps.norm.cdf(-math.sqrt(n / (n - 1)) * sps.t.ppf(0.975, n - 1))
+    assert 0.965 < level < 0.97  # z = 1.026 * 2.093 = 2.147
+    ref = sps.bootstrap((b.times, t.times), ratio, n_resamples=999, method="BCa",
+                        paired=False, vectorized=True, rng=np.random.default_rng(7),
+                        confidence_level=level)
+    assert res.ci == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
+    assert res.details["bootstrap_level"] == pytest.approx(level, rel=1e-12)
+    assert res.estimate == pytest.approx(t.times.mean() / b.times.mean())
+    assert res.details["ci_method"] == "BCa" and res.p_value is None
+
+
+def test_scalar_median_bca_is_not_expanded() -> None:
+    b, t = lognormal("b", 1000, n=12, seed=4), lognormal("t", 600, n=9, seed=5)
+    res = run(scalar(statistic="median", n_boot=999, bootstrap_seed=7), b, t)
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(y, axis=axis) / np.median(x, axis=axis)
+
     ref = sps.bootstrap((b.times, t.times), ratio, n_resamples=999, method="BCa",
                         paired=False, vectorized=True, rng=np.random.default_rng(7))
     assert res.ci == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
-    assert res.estimate == pytest.approx(t.times.mean() / b.times.mean())
-    assert res.details["ci_method"] == "BCa" and res.p_value is None
+    assert "bootstrap_level" not in res.details
+
+
+def test_scalar_iqm_expanded_level_uses_smallest_arm() -> None:
+    b, t = lognormal("b", 1000, n=12, seed=4), lognormal("t", 600, n=9, seed=5)
+    res = run(scalar(statistic="iqm", n_boot=999, bootstrap_seed=7), b, t)
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return sps.trim_mean(y, 0.25, axis=axis) / sps.trim_mean(x, 0.25, axis=axis)
+
+    n = 9  # the smaller arm
+    level = 1 - 2 * sps.norm.cdf(-math.sqrt(n / (n - 1)) * sps.t.ppf(0.975, n - 1))
+    ref = sps.bootstrap((b.times, t.times), ratio, n_resamples=999, method="BCa",
+                        paired=False, vectorized=True, rng=np.random.default_rng(7),
+                        confidence_level=level)
+    assert res.ci == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
+    assert res.details["bootstrap_level"] == pytest.approx(level, rel=1e-12)
 
 
 def test_scalar_degenerate_falls_back_to_percentile() -> None:
@@ -405,10 +440,15 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
 
 def test_proportion_hand_computed_and_statsmodels() -> None:
     a = arm("a", range(10), [True] * 8 + [False] * 2)
-    res = run(prop(threshold=0.4), a)
+    res = run(prop(threshold=0.4, method="wilson"), a)
     assert res.estimate == 0.8 and res.ci == pytest.approx(wilson(8, 10), rel=1e-9)
     assert res.ci == pytest.approx(proportion_confint(8, 10, 0.05, "wilson"), rel=1e-12)
     assert res.p_value == pytest.approx(sps.binomtest(8, 10, 0.4, "greater").pvalue)
+    # the default is Clopper-Pearson: the beta quantiles at alpha/2 = 0.025
+    default = run(prop(threshold=0.4), a)
+    assert default.ci[0] == pytest.approx(sps.beta.ppf(0.025, 8, 3), rel=1e-9)
+    assert default.ci[1] == pytest.approx(sps.beta.ppf(0.975, 9, 2), rel=1e-9)
+    assert default.details["ci_method"].startswith("Clopper-Pearson")
     beta = run(prop(threshold=0.4, method="beta", ci_level=0.9), a)
     assert beta.ci == pytest.approx(proportion_confint(8, 10, 0.1, "beta"), rel=1e-12)
     # Clopper-Pearson by hand: the beta quantiles
@@ -503,27 +543,60 @@ def test_correlation_data_handling() -> None:
 
 
 def test_value_mean_hand_computed() -> None:
-    a = arm("a", [1, 2, 3, 4, 5])  # 3 -/+ t_{0.975, 4} sqrt(0.5) = 3 -/+ 2.776445 * 0.7071
-    res = run(value(), a)
-    half = 2.776445 * math.sqrt(0.5)
-    assert res.estimate == 3 and res.ci == pytest.approx((3 - half, 3 + half), rel=1e-6)
-    assert res.ci == pytest.approx(sps.t.interval(0.95, 4, 3, sps.sem(a.times)), rel=1e-12)
+    a = arm("a", [1, 2, 3, 4, 5])
+    res = run(value(n_boot=999, bootstrap_seed=5), a)
+    # bootstrap-t by hand, resample by resample: t* = (mean* - 3) / se*, se = sqrt(2.5 / 5)
+    rng = np.random.default_rng(5)
+    idx = rng.integers(0, 5, size=(999, 5))
+    tstars = []
+    for row in idx:
+        xb = a.times[row]
+        se_b = math.sqrt(sum((v - xb.mean()) ** 2 for v in xb) / 4 / 5)
+        if se_b == 0:
+            if xb.mean() != 3:
+                tstars.append(math.copysign(math.inf, xb.mean() - 3))
+            continue
+        tstars.append((xb.mean() - 3) / se_b)
+    tstars.sort()
+    k = len(tstars)
+    q_lo, q_hi = tstars[math.ceil(0.025 * k) - 1], tstars[math.ceil(0.975 * k) - 1]
+    se = math.sqrt(0.5)
+    assert res.estimate == 3
+    assert res.ci == pytest.approx((3 - q_hi * se, 3 - q_lo * se), rel=1e-12)
+    assert res.details["n_dropped_resamples"] == 999 - k
+    assert res.details["ci_method"].startswith("bootstrap-t")
+    # all values equal: the CI is that value
+    const = run(value(target=7, tol=0), arm("a", [7, 7, 7]))
+    assert const.ci == (7.0, 7.0) and const.verdict == Verdict.SUPPORTED
 
 
+# The bootstrap-t 95% CI of the mean of 1..5 (seed 0, 2000 resamples) is about (0.73, 5.27),
+# wider than the t interval (1.04, 4.96) with 5 seeds: inside [0.5, 5.5], straddling [1.5, 4.5].
 @pytest.mark.parametrize(("target", "tol", "expected"), [
-    (3.0, 2.0, Verdict.SUPPORTED), (3.0, 1.5, Verdict.INCONCLUSIVE),
+    (3.0, 2.5, Verdict.SUPPORTED), (3.0, 1.5, Verdict.INCONCLUSIVE),
     (10.0, 1.0, Verdict.REFUTED), (-3.0, 1.0, Verdict.REFUTED)])
 def test_value_verdicts(target: float, tol: float, expected: Verdict) -> None:
-    assert run(value(target=target, tol=tol), arm("a", [1, 2, 3, 4, 5])).verdict == expected
+    res = run(value(target=target, tol=tol), arm("a", [1, 2, 3, 4, 5]))
+    assert res.ci == pytest.approx((0.7322, 5.2678), abs=1e-3)
+    assert res.verdict == expected
 
 
-def test_value_median_bca_matches_scipy() -> None:
+def test_value_median_order_statistic_ci() -> None:
     a = lognormal("a", 400, n=15, seed=14)
     res = run(value(target=400, tol=100, statistic="median", n_boot=800, bootstrap_seed=3), a)
-    ref = sps.bootstrap((a.times,), np.median, n_resamples=800, method="BCa", paired=False,
-                        vectorized=True, rng=np.random.default_rng(3))
-    assert res.ci == pytest.approx(tuple(ref.confidence_interval), rel=1e-12)
+    # n = 15: P(Bin(15, 1/2) <= 3) = 576/32768 = 0.0176 <= 0.025 < P(<= 4) = 1941/32768, so
+    # k = 4: the 4th and 12th smallest values, coverage 1 - 2 * 576/32768
+    xs = np.sort(a.times)
+    assert res.ci == (xs[3], xs[11])
+    assert res.details["order_statistic_k"] == 4
+    assert res.details["achieved_level"] == pytest.approx(1 - 2 * 576 / 32768)
     assert res.estimate == np.median(a.times)
+    # n = 5 at 95%: even the extremes cover only 1 - 2/32 < 0.95, so the CI is unbounded
+    few = run(value(target=3, tol=1, statistic="median"), arm("a", [1, 2, 3, 4, 5]))
+    assert few.ci == (-math.inf, math.inf) and few.verdict == Verdict.INCONCLUSIVE
+    # n = 6: 1 - 2/64 >= 0.95, so [min, max]
+    six = run(value(target=3, tol=10, statistic="median"), arm("a", [6, 1, 5, 2, 4, 3]))
+    assert six.ci == (1.0, 6.0) and six.verdict == Verdict.SUPPORTED
 
 
 def test_value_censoring() -> None:

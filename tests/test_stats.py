@@ -229,20 +229,65 @@ def test_bootstrap_heavy_censoring_gives_inf_not_nan() -> None:
     assert not any(isinstance(v, float) and math.isnan(v) for v in details.values())
 
 
-def test_bootstrap_drops_undefined_resamples_and_counts_them() -> None:
+def _bounded_effects(base: ArmSample, treat: ArmSample, effect: str, n_boot: int,
+                     seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each resample's effect interval, computed resample by resample with statsmodels' KM: an
+    unreached median lies in [largest time of the resample, inf)."""
+    rng = np.random.default_rng(seed)
+    idx_b = rng.integers(0, base.n, size=(n_boot, base.n))
+    idx_t = rng.integers(0, treat.n, size=(n_boot, treat.n))
+    lows, highs = [], []
+    for ib, it in zip(idx_b, idx_t, strict=True):
+        ends = []
+        for arm_, i in ((base, ib), (treat, it)):
+            med = SurvfuncRight(arm_.times[i], arm_.observed[i].astype(float)).quantile(0.5)
+            ends.append((arm_.times[i].max(), INF) if math.isnan(med) else (med, med))
+        (b_lo, b_hi), (t_lo, t_hi) = ends
+        if effect == "ratio":
+            lows.append(t_lo / b_hi)
+            highs.append(t_hi / b_lo)
+        else:
+            lows.append(t_lo - b_hi)
+            highs.append(t_hi - b_lo)
+    return np.array(lows), np.array(highs)
+
+
+@pytest.mark.parametrize("effect", ["ratio", "difference"])
+def test_bootstrap_bounds_unreached_medians(effect: str) -> None:
     rng = np.random.default_rng(8)
-    base = make_arm("base", rng, 2500, budget=3000)
-    treat = make_arm("treat", rng, 3500, budget=3000)
-    _, (low, high), details = bootstrap_median_effect(base, treat, "ratio", 1000, 0, 0.95)
-    assert details["n_undefined_resamples"] > 0
-    assert not math.isnan(low) and not math.isnan(high)
+    base = make_arm("base", rng, 2500, budget=3000)  # the median is often not reached
+    treat = make_arm("treat", rng, 2000, budget=3000)
+    thr = 0.8 if effect == "ratio" else -300.0
+    _, (low, high), details = bootstrap_median_effect(base, treat, effect, 400, 3, 0.9,
+                                                      region=("less", thr))
+    lows, highs = _bounded_effects(base, treat, effect, 400, 3)
+    assert details["n_bounded_resamples"] > 0 and details["n_undefined_resamples"] == 0
+    assert low == np.sort(lows)[math.ceil(0.05 * 400) - 1]  # inverted CDF: order statistics
+    assert high == np.sort(highs)[math.ceil(0.95 * 400) - 1]
+    assert details["p_support"] == pytest.approx(np.mean(highs > thr))
+    assert details["p_refute"] == pytest.approx(np.mean(lows <= thr))
+    _, _, greater = bootstrap_median_effect(base, treat, effect, 400, 3, 0.9,
+                                            region=("greater", thr))
+    assert greater["p_support"] == pytest.approx(np.mean(lows < thr))
+    assert greater["p_refute"] == pytest.approx(np.mean(highs >= thr))
 
 
-def test_bootstrap_all_censored_is_undefined() -> None:
+def test_bootstrap_finite_medians_unchanged() -> None:
+    rng = np.random.default_rng(9)
+    base, treat = make_arm("base", rng, 1000), make_arm("treat", rng, 700)
+    _, (low, high), details = bootstrap_median_effect(base, treat, "ratio", 300, 1, 0.95)
+    lows, highs = _bounded_effects(base, treat, "ratio", 300, 1)
+    assert np.array_equal(lows, highs)  # every median reached: a point per resample
+    assert (low, high) == tuple(np.quantile(lows, [0.025, 0.975], method="inverted_cdf"))
+    assert details["n_bounded_resamples"] == 0
+
+
+def test_bootstrap_all_censored_is_unbounded() -> None:
+    # no median is reached anywhere: each is only known to be >= 100, so the ratio is (0, inf)
     arm = ArmSample("a", np.full(5, 100.0), np.zeros(5, bool), tuple(range(5)))
     estimate, (low, high), details = bootstrap_median_effect(arm, arm, "ratio", 200, 0, 0.95)
-    assert math.isnan(estimate) and math.isnan(low) and math.isnan(high)
-    assert details["n_undefined_resamples"] == 200
+    assert math.isnan(estimate) and (low, high) == (0.0, INF)
+    assert details["n_bounded_resamples"] == 200 and details["n_undefined_resamples"] == 0
 
 
 # --- params, registry, results -------------------------------------------------------------

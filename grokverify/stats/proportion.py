@@ -6,7 +6,8 @@ value is *above* its censoring value c, so it counts as a failure of ``value_bel
 c >= cut and as a success of ``value_above`` when c >= cut; when c < cut its outcome is unknown
 and the seed is left out of the count (reported as ``undetermined``).
 
-CI: Wilson score or Clopper-Pearson (``method: beta``) from statsmodels ``proportion_confint``;
+CI: Clopper-Pearson (``method: beta``, the default) or Wilson score (``method: wilson``) from
+statsmodels ``proportion_confint``;
 p: exact binomial test (scipy ``binomtest``) of the share against ``threshold`` in the claimed
 direction. The verdict comes from the CI by `grokverify.verdict.decide`.
 """
@@ -31,9 +32,10 @@ NAME = "proportion"
 class ProportionParams(BaseModel):
     """Claim: the share of ``arm``'s seeds with ``outcome`` is >= (``greater``) or <= (``less``)
     ``threshold``. ``cut`` is required for (and only for) ``value_below`` / ``value_above``;
-    ``method``: ``wilson`` (default) or ``beta`` (Clopper-Pearson). The boundary belongs to the
-    claimed region; ``greater`` with threshold 1 or ``less`` with 0 could never be supported by
-    a CI and are rejected."""
+    ``method``: ``beta`` (Clopper-Pearson, default: it never under-covers) or ``wilson``
+    (Wilson score, shorter, but its coverage dips below nominal for some n and shares). The
+    boundary belongs to the claimed region; ``greater`` with threshold 1 or ``less`` with 0
+    could never be supported by a CI and are rejected."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -41,7 +43,7 @@ class ProportionParams(BaseModel):
     arm: str
     outcome: Literal["observed", "value_below", "value_above"] = "observed"
     cut: float | None = None
-    method: Literal["wilson", "beta"] = "wilson"
+    method: Literal["wilson", "beta"] = "beta"
     direction: Literal["greater", "less"]
     threshold: float = Field(ge=0, le=1)
     ci_level: float = Field(0.95, gt=0, lt=1)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from statsmodels.stats.weightstats import DescrStatsW
+from scipy.stats import binom
 
 from grokverify import verdict as verdict_rules
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
@@ -66,7 +66,9 @@ class ScalarCompareParams(BaseModel):
     ``stat(treated) - stat(baseline)`` with ``-/+ min_effect`` in the metric's units (no default:
     it must be stated). The boundary belongs to the claimed region. CI: BCa bootstrap
     (scipy.stats.bootstrap, ``n_boot`` resamples, seeded by ``bootstrap_seed``), percentile when
-    BCa is degenerate. ``censored``: ``as_budget`` (default) enters censored values at the budget
+    BCa is degenerate; for the mean and the IQM run at Hesterberg's expanded level (see
+    `grokverify.stats.common.expanded_level`) so that it keeps its coverage with few seeds.
+    ``censored``: ``as_budget`` (default) enters censored values at the budget
     under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored.
     """
 
@@ -127,7 +129,7 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
 
     estimate = float(effect_of(base.times, treat.times))
     ci, boot = bootstrap_ci((base.times, treat.times), effect_of, p.ci_level, p.n_boot,
-                            p.bootstrap_seed)
+                            p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"))
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
                                            frame.effect_label, p.ci_level)
     # A low value in treated pulls the effect down; in baseline, up.
@@ -157,8 +159,9 @@ SCALAR_COMPARE = Criterion(SCALAR, ScalarCompareParams, run_scalar_compare, scal
 class ValueParams(BaseModel):
     """Claim: an arm's per-seed quantity lies within ``tol`` of a paper's number ``target``.
 
-    Estimate: the mean (CI: one-sample t) or the median (CI: BCa bootstrap, percentile when
-    degenerate) over seeds. Claimed region ``[target - tol, target + tol]``, both ends included:
+    Estimate: the mean (CI: bootstrap-t, `mean_bootstrap_t_ci`) or the median (CI: exact
+    distribution-free order-statistic interval, `median_order_ci`) over seeds. Claimed region
+    ``[target - tol, target + tol]``, both ends included:
     SUPPORTED when the CI lies within it, REFUTED when wholly outside, else INCONCLUSIVE.
     ``censored``: ``refuse`` (default: a lower bound cannot place a value in an interval) or
     ``as_budget`` under the lower-bound rule.
@@ -189,8 +192,8 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     (arm,) = require_arms(VALUE, [p.arm], arms)
     lower, upper = p.target - p.tol, p.target + p.tol
     fmt = verdict_rules.format_number
-    test = ("one-sample t CI of the mean" if p.statistic == "mean"
-            else "BCa bootstrap CI of the median (no test)")
+    test = ("bootstrap-t CI of the mean (no test)" if p.statistic == "mean"
+            else "order-statistic (binomial) CI of the median (no test)")
     frame = Frame(VALUE, f"{p.statistic} of {arm.name}", test, p.target,
                   f"{p.statistic} within [{fmt(lower)}, {fmt(upper)}] ({fmt(p.target)} "
                   f"+/- {fmt(p.tol)})", p.ci_level, censoring_details([arm], p.censored))
@@ -201,11 +204,9 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     estimate = statistic_of(x, p.statistic)
     details: dict[str, Any]
     if p.statistic == "mean":
-        low, high = DescrStatsW(x).tconfint_mean(alpha=1 - p.ci_level)
-        ci = (float(low), float(high))
-        details = {"ci_method": "t: mean -/+ t_(n-1) * sd / sqrt(n)"}
+        ci, details = mean_bootstrap_t_ci(x, p.ci_level, p.n_boot, p.bootstrap_seed)
     else:
-        ci, details = bootstrap_ci((x,), np.median, p.ci_level, p.n_boot, p.bootstrap_seed)
+        ci, details = median_order_ci(x, p.ci_level)
     verdict, reason = verdict_rules.decide_interval(ci, lower, upper, estimate,
                                                     frame.effect_label, p.ci_level)
     # Censored values pull the statistic down: a CI above the region stands regardless.
@@ -215,6 +216,58 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     return frame.result(estimate, ci, None, verdict, reason, rows,
                         {**details, "tolerance_region": [lower, upper],
                          "withheld_by_lower_bound_rule": withheld})
+
+
+def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
+                        seed: int) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Bootstrap-t (studentized) CI of the mean: ``(m - q_hi s, m - q_lo s)`` with m the mean,
+    s = sd / sqrt(n) (ddof 1), and q_lo, q_hi the alpha/2 and 1 - alpha/2 quantiles (inverted
+    CDF) of ``t* = (m* - m) / s*`` over `n_boot` resamples drawn with
+    ``np.random.default_rng(seed).integers(0, n, (n_boot, n))``. A resample with s* = 0 gives
+    t* = +/-inf (or is dropped when m* = m too). Unlike the t interval it follows skewness."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
+    details: dict[str, Any] = {
+        "ci_method": "bootstrap-t (studentized): mean - t*_(1-alpha/2) se, mean - t*_(alpha/2) se",
+        "n_boot": int(n_boot), "bootstrap_seed": int(seed)}
+    if se == 0:
+        details["degenerate"] = "all values equal: the CI is the single value"
+        return (m, m), details
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    xb = x[idx]
+    mb = xb.mean(axis=1)
+    sb = xb.std(axis=1, ddof=1) / math.sqrt(n)
+    with np.errstate(all="ignore"):
+        t = (mb - m) / sb
+    t = t[~np.isnan(t)]
+    alpha = 1.0 - ci_level
+    q_lo, q_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+    details["n_dropped_resamples"] = int(n_boot - t.size)
+    return (float(m - q_hi * se), float(m - q_lo * se)), details
+
+
+def median_order_ci(x: np.ndarray, ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Distribution-free CI of the median from order statistics: ``[x_(k), x_(n+1-k)]`` (1-based,
+    sorted) with the largest k such that ``P(Bin(n, 1/2) <= k - 1) <= alpha/2``; its coverage
+    ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` is at least the stated level for any continuous
+    distribution. When even k = 1 is too narrow (few seeds for the level) the CI is unbounded,
+    ``(-inf, inf)``."""
+    xs = np.sort(np.asarray(x, dtype=float))
+    n = xs.size
+    alpha = 1.0 - ci_level
+    k = int(binom.ppf(alpha / 2, n, 0.5))  # smallest k with cdf(k) >= alpha/2
+    if binom.cdf(k, n, 0.5) <= alpha / 2:
+        k += 1
+    # now k is the largest integer with cdf(k - 1) <= alpha/2 (k = 0: none)
+    if k >= 1:
+        ci = (float(xs[k - 1]), float(xs[n - k]))
+        achieved = float(1 - 2 * binom.cdf(k - 1, n, 0.5))
+    else:
+        ci, achieved = (-math.inf, math.inf), 1.0
+    return ci, {"ci_method": "order statistics: [x_(k), x_(n+1-k)], k the largest with "
+                             "P(Bin(n, 1/2) <= k-1) <= alpha/2 (exact, distribution-free)",
+                "order_statistic_k": k, "achieved_level": achieved}
 
 
 def value_arms(params: BaseModel) -> list[str]:

@@ -139,21 +139,35 @@ def bootstrap_median_effect(
     """Point estimate of the median effect and its stratified percentile-bootstrap CI.
 
     Seeds are resampled with replacement within each arm, keeping each seed's (time, observed)
-    pair, so censored seeds stay censored. Resamples whose effect is undefined (inf/inf, inf-inf)
-    are dropped and counted; the CI uses order statistics (inverted CDF) so inf bounds stay inf.
-    With `region` = (direction, threshold), details also get the bootstrap one-sided p-values:
-    p_support = share of resamples outside the claimed region, p_refute = share inside it.
+    pair, so censored seeds stay censored. A resample's KM median that is not reached is only
+    known to lie in ``[largest time of that resample, inf)``, so each resample gives an effect
+    *interval*: its lower end pairs the treated lower end with the baseline upper end
+    (``t_lo / b_hi`` or ``t_lo - b_hi``), its upper end the treated upper end with the baseline
+    lower end (``t_hi / b_lo`` or ``t_hi - b_lo``); where both medians are reached the two ends
+    coincide. CI low is the alpha/2 quantile of the lower ends, CI high the 1 - alpha/2 quantile
+    of the upper ends (order statistics, inverted CDF, so inf bounds stay inf). An end that is
+    undefined (0/0) drops that resample and is counted. The point estimate keeps the convention
+    that an unreached median is inf (inf/inf, inf - inf: NaN).
+    With `region` = (direction, threshold), details also get the bootstrap one-sided p-values,
+    by the same rule as the CI: for ``less``, p_support = share of upper ends above the threshold
+    and p_refute = share of lower ends at or below it; for ``greater``, p_support = share of lower
+    ends below it and p_refute = share of upper ends at or above it.
     """
     if base.n == 0 or treat.n == 0:
         raise ValueError("both arms need at least one seed")
     rng = np.random.default_rng(seed)
-    base_medians = _resampled_medians(base, n_boot, rng)
-    treat_medians = _resampled_medians(treat, n_boot, rng)
-    effects = median_effect(base_medians, treat_medians, effect)
-    valid = effects[~np.isnan(effects)]
+    base_medians, base_max = _resampled_medians(base, n_boot, rng)
+    treat_medians, treat_max = _resampled_medians(treat, n_boot, rng)
+    base_lo = np.where(np.isinf(base_medians), base_max, base_medians)
+    treat_lo = np.where(np.isinf(treat_medians), treat_max, treat_medians)
+    lower_ends = median_effect(base_medians, treat_lo, effect)
+    upper_ends = median_effect(base_lo, treat_medians, effect)
+    ok = ~(np.isnan(lower_ends) | np.isnan(upper_ends))
+    lows, highs = lower_ends[ok], upper_ends[ok]
     alpha = 1.0 - ci_level
-    if valid.size:
-        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+    if lows.size:
+        low = np.quantile(lows, alpha / 2, method="inverted_cdf")
+        high = np.quantile(highs, 1 - alpha / 2, method="inverted_cdf")
         ci = (float(low), float(high))
     else:
         ci = (math.nan, math.nan)
@@ -162,24 +176,38 @@ def bootstrap_median_effect(
     details = {
         "bootstrap": "percentile, stratified by arm, seeds resampled with replacement",
         "quantile_method": "inverted_cdf (order statistics; infinite bounds kept)",
+        "unreached_median_bounds": "a resample's KM median that is not reached lies in "
+                                   "[largest time of that resample, inf): CI low from the "
+                                   "resamples' lower effect ends (treated at its lower bound, "
+                                   "baseline at its upper), CI high from their upper ends "
+                                   "(treated upper, baseline lower); the point estimate takes "
+                                   "an unreached median as inf",
         "n_boot": int(n_boot),
         "bootstrap_seed": int(seed),
-        "n_undefined_resamples": int(effects.size - valid.size),
-        "n_infinite_resamples": int(np.isinf(valid).sum()),
+        "n_undefined_resamples": int(ok.size - lows.size),
+        "n_bounded_resamples": int((np.isinf(base_medians) | np.isinf(treat_medians))[ok].sum()),
+        "n_infinite_resamples": int((np.isinf(lows) | np.isinf(highs)).sum()),
         "n_base_median_beyond_budget": int(np.isinf(base_medians).sum()),
         "n_treated_median_beyond_budget": int(np.isinf(treat_medians).sum()),
     }
-    if region is not None and valid.size:
+    if region is not None and lows.size:
         direction, threshold = region
-        inside = valid <= threshold if direction == "less" else valid >= threshold
-        details["p_support"] = float(np.mean(~inside))
-        details["p_refute"] = float(np.mean(inside))
+        if direction == "less":
+            p_support, p_refute = np.mean(highs > threshold), np.mean(lows <= threshold)
+        else:
+            p_support, p_refute = np.mean(lows < threshold), np.mean(highs >= threshold)
+        details["p_support"] = float(p_support)
+        details["p_refute"] = float(p_refute)
     return median_effect(base_med, treat_med, effect), ci, details
 
 
-def _resampled_medians(arm: ArmSample, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def _resampled_medians(arm: ArmSample, n_boot: int,
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """KM medians of `n_boot` resamples of an arm (inf where not reached) and their largest
+    times (the lower bound of an unreached median)."""
     idx = rng.integers(0, arm.n, size=(n_boot, arm.n))
-    return km_median_batch(arm.times[idx], arm.observed[idx])
+    times = arm.times[idx]
+    return km_median_batch(times, arm.observed[idx]), times.max(axis=1)
 
 
 def check_two_arm_effect(baseline: str, treated: str, effect: Effect, direction: str,
