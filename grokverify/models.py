@@ -153,7 +153,57 @@ class BatchedModel(nn.Module):
         return {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
 
 
+class _OperandLinear(torch.autograd.Function):
+    """Paper 1's first layer, x @ W1 + b1 with x = [E[a], E[op], E[b], E[=]], computed without
+    the matmul work of the two constant tokens.
+
+    The op and "=" rows are the same in every example, so their part of x @ W1 is one vector
+    per seed, folded into the bias: h = [E[a], E[b]] @ W1[a, b rows] + (E[op] @ W1[op rows] +
+    E[=] @ W1[= rows] + b1). Backward likewise: their weight gradient is an outer product with
+    the batch sum of the output gradient, and their input gradient a matrix-vector product.
+    The same function and gradients as the plain layer (up to float rounding: sums are ordered
+    differently) with the forward, input-gradient and weight-gradient matmuls half as wide.
+    W1 is stored with its rows in the order [a, b, op, =] (see `EmbedMLP`), so both halves are
+    views and the weight gradient is written in place.
+    """
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x_ab: Tensor, e_const: Tensor,
+                w1: Tensor, b1: Tensor) -> Tensor:
+        s, two_d = x_ab.shape[0], x_ab.shape[2]
+        bias = torch.baddbmm(b1, e_const.reshape(s, 1, two_d), w1[:, two_d:])
+        ctx.save_for_backward(x_ab, e_const, w1)
+        return torch.baddbmm(bias, x_ab, w1[:, :two_d])
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,  # type: ignore[override]
+                 grad: Tensor) -> tuple[Tensor | None, ...]:
+        x_ab, e_const, w1 = ctx.saved_tensors  # type: ignore[attr-defined]
+        s, two_d = x_ab.shape[0], x_ab.shape[2]
+        grad_sum = grad.sum(dim=1, keepdim=True)  # (S, 1, H): also the bias gradient
+        g_w1 = grad.new_empty(w1.shape)
+        torch.bmm(x_ab.transpose(1, 2), grad, out=g_w1[:, :two_d])
+        torch.bmm(e_const.reshape(s, two_d, 1), grad_sum, out=g_w1[:, two_d:])
+        g_x = torch.bmm(grad, w1[:, :two_d].transpose(1, 2)) if ctx.needs_input_grad[0] \
+            else None
+        g_e = torch.bmm(grad_sum, w1[:, two_d:].transpose(1, 2)).view_as(e_const) \
+            if ctx.needs_input_grad[1] else None
+        return g_x, g_e, g_w1, grad_sum
+
+
+# W1's rows for [a, op, b, =] (nn.Linear's input order) stored as [a, b, op, =]; an involution.
+_W1_ORDER = [0, 2, 1, 3]
+
+
+def _reorder_w1(w1: Tensor) -> Tensor:
+    """Swap the op and b row blocks of W1 (..., 4d, H): nn.Linear order <-> stored order."""
+    return w1.unflatten(-2, (4, -1))[..., _W1_ORDER, :, :].flatten(-3, -2)
+
+
 class EmbedMLP(BatchedModel):
+    """W1 (4d, H) is stored with its row blocks in the order [a, b, op, =] (`_OperandLinear`);
+    it is drawn in nn.Linear's order [a, op, b, =] and reordered, so the weights are the same."""
+
     spec_class = EmbedMLPSpec
     embedding_keys = ("E",)
 
@@ -162,20 +212,21 @@ class EmbedMLP(BatchedModel):
         emb = torch.randn((shape.vocab, spec.d), generator=gen) * spec.emb_init_std
         w1, b1 = _linear_init(gen, 4 * spec.d, spec.hidden)
         w2, b2 = _linear_init(gen, spec.hidden, shape.n_classes)
-        return {"E": emb, "W1": w1, "b1": b1, "W2": w2, "b2": b2}
+        return {"E": emb, "W1": _reorder_w1(w1), "b1": b1, "W2": w2, "b2": b2}
 
     def encode(self, a: Tensor, b: Tensor) -> Tensor:
-        """Rows of the flattened (S * vocab, d) table: (..., S, B, 4) for [a, op, b, =]."""
-        p = self.shape.p
-        tokens = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
-        return tokens + _seed_offsets(self.n_seeds, self.shape.vocab).to(a.device)
+        """Rows of the flattened (S * vocab, d) table: (..., S, B, 2) for the operands a, b
+        (the op and "=" tokens are the same in every example: see `_OperandLinear`)."""
+        return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.vocab) \
+            .to(a.device)
 
     def forward_encoded(self, x: Tensor) -> Tensor:
         s, n, _ = x.shape
-        table = self.params["E"].reshape(s * self.shape.vocab, -1)
-        h = F.embedding(x, table).reshape(s, n, -1)
-        h = _affine(h, self.params["W1"], self.params["b1"]).relu_()
-        return _affine(h, self.params["W2"], self.params["b2"])
+        p, emb = self.shape.p, self.params["E"]
+        table = emb.reshape(s * self.shape.vocab, -1)
+        x_ab = torch.index_select(table, 0, x.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
+        h = _OperandLinear.apply(x_ab, emb[:, p:p + 2], self.params["W1"], self.params["b1"])
+        return _affine(h.relu_(), self.params["W2"], self.params["b2"])
 
 
 class ScalarMLP(BatchedModel):
@@ -243,6 +294,131 @@ class ToySum(BatchedModel):
         return ((out - target) ** 2).mean(dim=(1, 2))
 
 
+# ---------------------------------------------------------------- plain per-seed reference
+
+
+class PlainModel(nn.Module):
+    """One seed as peer code writes it: nn.Embedding + nn.Linear, (B,) inputs, scalar loss.
+
+    The reference the engine is checked and timed against (tests/test_engine_equivalence.py,
+    benchmarks/throughput.py). `load_seed` copies seed i of a batched model into it.
+    """
+
+    # batched parameter name -> attribute path of the plain module's parameter
+    names: ClassVar[dict[str, str]]
+    embedding_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, spec: StrictModel, shape: DataShape):
+        super().__init__()
+        self.spec, self.shape = spec, shape
+
+    def loss(self, out: Tensor, y: Tensor) -> Tensor:
+        return F.cross_entropy(out, y)
+
+    def predict(self, out: Tensor) -> Tensor:
+        return out.argmax(dim=-1)
+
+    def param_groups(self) -> dict[str, list[nn.Parameter]]:
+        emb = [self.get_parameter(self.names[k]) for k in self.embedding_names]
+        rest = [self.get_parameter(v) for k, v in self.names.items()
+                if k not in self.embedding_names]
+        return {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
+
+    def _to_batched(self, key: str, value: Tensor) -> Tensor:
+        """A plain parameter in the batched layout (one seed): weights (in, out), biases
+        (1, out), where nn.Linear has (out, in) and (out,)."""
+        if key.startswith("W"):
+            return value.T
+        return value.reshape(1, -1) if key.startswith("b") else value
+
+    def _from_batched(self, key: str, value: Tensor) -> Tensor:
+        return value.T if key.startswith("W") else value.reshape(-1) if key.startswith("b") \
+            else value
+
+    def batched_params(self) -> dict[str, Tensor]:
+        """This module's parameters as one seed of a batched model (detached views/copies)."""
+        return {key: self._to_batched(key, self.get_parameter(name).detach())
+                for key, name in self.names.items()}
+
+    @torch.no_grad()
+    def load_seed(self, batched: BatchedModel, i: int) -> PlainModel:
+        for key, name in self.names.items():
+            self.get_parameter(name).copy_(self._from_batched(key, batched.params[key][i]))
+        for key, buf in batched.named_buffers():
+            if key in dict(self.named_buffers()):
+                self.get_buffer(key).copy_(buf[i])
+        return self
+
+
+class PlainEmbedMLP(PlainModel):
+    names = {"E": "embed.weight", "W1": "fc1.weight", "b1": "fc1.bias", "W2": "fc2.weight",
+             "b2": "fc2.bias"}
+    embedding_names = ("E",)
+
+    def __init__(self, spec: EmbedMLPSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        self.embed = nn.Embedding(shape.vocab, spec.d)
+        self.fc1 = nn.Linear(4 * spec.d, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        p = self.shape.p
+        tokens = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
+        return self.fc2(torch.relu(self.fc1(self.embed(tokens).flatten(1))))
+
+    def _to_batched(self, key: str, value: Tensor) -> Tensor:
+        value = super()._to_batched(key, value)
+        return _reorder_w1(value) if key == "W1" else value
+
+    def _from_batched(self, key: str, value: Tensor) -> Tensor:
+        return super()._from_batched(key, _reorder_w1(value) if key == "W1" else value)
+
+
+class PlainScalarMLP(PlainModel):
+    names = {"W1": "fc1.weight", "b1": "fc1.bias", "W2": "fc2.weight", "b2": "fc2.bias"}
+
+    def __init__(self, spec: ScalarMLPSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        self.fc1 = nn.Linear(4, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        p = self.shape.p
+        x = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
+        return self.fc2(torch.relu(self.fc1(x.float())))
+
+
+class PlainToySum(PlainModel):
+    names = {"E": "embed.weight", "W1": "fc1.weight", "b1": "fc1.bias", "W2": "fc2.weight",
+             "b2": "fc2.bias", "W3": "fc3.weight", "b3": "fc3.bias"}
+    embedding_names = ("E",)
+
+    def __init__(self, spec: ToySumSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        regression = spec.output == "regression"
+        out = spec.target_dim if regression else shape.n_classes
+        self.embed = nn.Embedding(shape.p, spec.emb_dim)
+        self.fc1 = nn.Linear(spec.emb_dim, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, spec.hidden)
+        self.fc3 = nn.Linear(spec.hidden, out)
+        if regression:
+            self.register_buffer("targets", torch.zeros(shape.n_classes, spec.target_dim))
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        x = self.embed(a) + self.embed(b)
+        return self.fc3(torch.tanh(self.fc2(torch.tanh(self.fc1(x)))))
+
+    def loss(self, out: Tensor, y: Tensor) -> Tensor:
+        if self.spec.output != "regression":
+            return F.cross_entropy(out, y)
+        return ((out - self.targets[y]) ** 2).mean()
+
+    def predict(self, out: Tensor) -> Tensor:
+        if self.spec.output != "regression":
+            return out.argmax(dim=-1)
+        return torch.cdist(out, self.targets).argmin(dim=-1)
+
+
 MODELS: dict[str, type[BatchedModel]] = {
     "embed_mlp": EmbedMLP,
     "scalar_mlp": ScalarMLP,
@@ -252,3 +428,16 @@ MODELS: dict[str, type[BatchedModel]] = {
 
 def build_model(spec: StrictModel, shape: DataShape, seeds: list[int]) -> BatchedModel:
     return MODELS[spec.kind](spec, shape, seeds)  # type: ignore[attr-defined]
+
+
+PLAIN_MODELS: dict[str, type[PlainModel]] = {
+    "embed_mlp": PlainEmbedMLP,
+    "scalar_mlp": PlainScalarMLP,
+    "toy_sum": PlainToySum,
+}
+
+
+def plain_model(batched: BatchedModel, seed_index: int) -> PlainModel:
+    """Seed `seed_index` of a batched model as a plain per-seed module with the same weights."""
+    kind = batched.spec.kind  # type: ignore[attr-defined]
+    return PLAIN_MODELS[kind](batched.spec, batched.shape).load_seed(batched, seed_index)

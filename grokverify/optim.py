@@ -36,15 +36,48 @@ def param_group_settings(spec: OptimizerSpec, group: str) -> dict[str, float]:
     return {"lr": spec.lr, "weight_decay": spec.weight_decay}
 
 
+def _param_groups(spec: OptimizerSpec,
+                  groups: dict[str, list[nn.Parameter]]) -> list[dict[str, Any]]:
+    return [{"params": params, "name": name, **param_group_settings(spec, name)}
+            for name, params in groups.items()]
+
+
+def _fused_devices() -> set[str]:
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+        return set(_get_fused_kernels_supported_devices())
+    except ImportError:  # older/newer torch without the helper
+        return {"cpu", "cuda", "mps", "xpu"}
+
+
+def fused_supported(params: list[torch.Tensor]) -> bool:
+    """torch's rule for `fused=True` (checked only at the first step, so checked here first)."""
+    devices = _fused_devices()
+    return all(p.device.type in devices and torch.is_floating_point(p) for p in params)
+
+
 def build_optimizer(spec: OptimizerSpec, groups: dict[str, list[nn.Parameter]],
                     device: torch.device) -> torch.optim.Optimizer:
-    """Fused kernels (one kernel for all seeds) where torch has them, else foreach."""
-    param_groups = [{"params": params, "name": name, **param_group_settings(spec, name)}
-                    for name, params in groups.items()]
-    try:
-        return OPTIMIZERS[spec.name](param_groups, spec, {"fused": True})
-    except (RuntimeError, TypeError, ValueError):
-        return OPTIMIZERS[spec.name](param_groups, spec, {"foreach": True})
+    """Fused kernels (one kernel per tensor, all seeds at once) where torch has them, else
+    foreach. Adam, AdamW and SGD all have fused CPU and CUDA kernels in torch >= 2.4."""
+    param_groups = _param_groups(spec, groups)
+    if fused_supported([p for params in groups.values() for p in params]):
+        try:
+            return OPTIMIZERS[spec.name](param_groups, spec, {"fused": True})
+        except (RuntimeError, TypeError, ValueError):
+            pass
+    return OPTIMIZERS[spec.name](param_groups, spec, {"foreach": True})
+
+
+def uses_fused(optimizer: torch.optim.Optimizer) -> bool:
+    return all(group.get("fused") for group in optimizer.param_groups)
+
+
+def build_plain_optimizer(spec: OptimizerSpec,
+                          groups: dict[str, list[nn.Parameter]]) -> torch.optim.Optimizer:
+    """The same optimizer and settings with torch's default implementation: what peer code
+    builds for one plain model (the reference the engine is checked and timed against)."""
+    return OPTIMIZERS[spec.name](_param_groups(spec, groups), spec, {})
 
 
 def reset_seed_state(optimizer: torch.optim.Optimizer, seed_index: int) -> None:

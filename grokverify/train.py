@@ -4,13 +4,31 @@ All seeds of one arm train as one batched model. Each seed has its own split, in
 and minibatch order (from its own named random streams), so seed i's curve does not depend on
 which other seeds share its batch. Nothing syncs with the host between evaluations: divergence
 is tracked on the device and acted on at the next evaluation.
+
+Where the time goes, and what is done about it (benchmarks/README.md has the figures):
+- data: every seed's training/validation inputs are encoded once (embedding rows with per-seed
+  offsets); full-batch training reuses them every step, minibatch training gathers a whole
+  block of steps' rows with one index operation (positions from the seeds' own generators);
+- a step: forward, per-seed loss, `backward(weights)` (1 per training seed, 0 per diverged
+  one: no masking ops), one fused optimizer kernel per parameter group (optim.py); the
+  per-step losses stay on the device and are checked for NaN/inf at the next evaluation;
+- evaluation: all seeds in one forward over the encoded rows, one transfer to the host;
+- CPU threads: with n torch threads the seeds are split into n shards trained side by side by
+  single-threaded workers (`SeedTrainer`): small per-seed operations do not split well across
+  threads, and a thread waiting at a barrier for a core another process holds stalls them all;
+- memory: glibc is told to keep freed blocks, so reallocated activations do not page-fault.
+
+`PlainTrainer` / `train_plain` train one seed the way peer code does (plain nn.Module, torch's
+default optimizer), as the reference for tests/test_engine_equivalence.py and the benchmarks.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,10 +36,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grokverify.models import BatchedModel, DataShape, build_model
-from grokverify.optim import build_optimizer, reset_seed_state
+from grokverify.models import BatchedModel, DataShape, build_model, plain_model
+from grokverify.optim import build_optimizer, build_plain_optimizer, reset_seed_state
 from grokverify.rng import torch_generator
-from grokverify.spec import ExperimentSpec
+from grokverify.spec import ExperimentSpec, TrainingSpec
 from grokverify.tasks import build_dataset
 
 ProgressFn = Callable[[int, int], None]
@@ -98,9 +116,35 @@ class _Batches:
 # Encoded minibatches are prepared this many elements at a time (a block of steps at once).
 _BLOCK_ELEMENTS = 1 << 21
 
+_METRIC_ROWS = 5  # train acc, val acc, train loss, val loss, first non-finite step (-1: none)
+_EVAL_ROWS = 1 << 15  # seeds x rows evaluated in one forward pass
+
+
+def _update_result(res: SeedResult, step: int, m: np.ndarray, tr: TrainingSpec) -> bool:
+    """Record one evaluation (a column of `_METRIC_ROWS` values) into a seed's result; False
+    when the seed diverged (a non-finite training loss since the last evaluation, or a
+    non-finite loss now): it is then marked diverged and nothing else is recorded."""
+    bad = int(m[4])
+    if bad >= 0 or not (math.isfinite(m[2]) and math.isfinite(m[3])):
+        res.diverged, res.diverged_step = True, bad if bad >= 0 else step
+        res.stopped_step = step
+        return False
+    res.steps.append(step)
+    res.train_acc.append(float(m[0]))
+    res.val_acc.append(float(m[1]))
+    res.train_loss.append(_finite_or_none(float(m[2])))
+    res.val_loss.append(_finite_or_none(float(m[3])))
+    res.stopped_step = step
+    if res.train_step is None and m[0] >= tr.train_threshold:
+        res.train_step = step
+    if res.val_step is None and m[1] >= tr.val_threshold:
+        res.val_step = step
+    res.done = tr.early_stop and res.train_step is not None and res.val_step is not None
+    return True
+
 
 class BatchedTrainer:
-    """The seeds of one experiment as one batched model, between evaluations.
+    """Some seeds of one experiment as one batched model (one shard of a `SeedTrainer`).
 
     Everything that does not change during a run is computed once: the training and validation
     inputs of every seed, encoded by the model (embedding rows with per-seed offsets); full-batch
@@ -113,6 +157,8 @@ class BatchedTrainer:
     def __init__(self, exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu"):
         self.exp, self.seeds = exp, list(seeds)
         self.device = device = torch.device(device)
+        if device.type == "cpu":
+            _keep_freed_memory()
         tr = exp.training
         datasets = [build_dataset(exp.task, s) for s in seeds]
         ref = datasets[0]
@@ -123,8 +169,8 @@ class BatchedTrainer:
         train_rows = torch.as_tensor(np.stack([d.train_idx for d in datasets]), device=device)
         val_rows = torch.as_tensor(np.stack([d.val_idx for d in datasets]), device=device)
         with torch.no_grad():
-            self.train_x, self.train_y = self.model.encode(a[train_rows], b[train_rows]), \
-                y[train_rows]
+            self.train_x = self.model.encode(a[train_rows], b[train_rows])
+            self.train_y = y[train_rows]
             self.val_x, self.val_y = self.model.encode(a[val_rows], b[val_rows]), y[val_rows]
         s, n_train = train_rows.shape
         full_batch = tr.batch_size is None or tr.batch_size >= n_train
@@ -135,6 +181,8 @@ class BatchedTrainer:
         self.loss_weight = torch.ones(s, device=device)  # 1: trains; 0: diverged, frozen at 0
         self.step = 0
         self._losses: list[Tensor] = []  # per-seed training loss of every step since last eval
+        self.results = [SeedResult(seed=seed, budget=tr.steps) for seed in self.seeds]
+        self.model.train()
 
     def train(self, n_steps: int) -> None:
         """n_steps optimizer steps for every seed, with no host synchronisation."""
@@ -156,10 +204,10 @@ class BatchedTrainer:
             self._losses
         x, y = self.train_x, self.train_y
         for k in range(n):
-            if xs is not None:
+            if xs is not None and ys is not None:
                 x, y = xs[k], ys[k]
             loss = model.train_loss(model.forward_encoded(x), y)
-            loss.backward(weight)  # d(sum of active seeds' losses): one seed's own gradient
+            loss.backward(weight)  # d(sum of active seeds' losses): each seed its own gradient
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.detach())
@@ -167,14 +215,25 @@ class BatchedTrainer:
 
     @torch.no_grad()
     def _metrics(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-seed (accuracy, loss) over the given encoded rows (S, n, ...)."""
-        loss, correct = self.model.loss(self.model.forward_encoded(x), y)
-        return correct.float().mean(dim=1), loss
+        """Per-seed (accuracy, loss) over the given encoded rows (S, n, ...), all seeds in one
+        forward pass (in blocks of rows when S x n is large, to bound the activations)."""
+        s, n = y.shape
+        rows = max(1, _EVAL_ROWS // s)
+        if n <= rows:
+            loss, correct = self.model.loss(self.model.forward_encoded(x), y)
+            return correct.float().mean(dim=1), loss
+        n_correct, loss_sum = torch.zeros_like(self.loss_weight), torch.zeros_like(self.loss_weight)
+        for start in range(0, n, rows):
+            part = slice(start, start + rows)
+            loss, correct = self.model.loss(self.model.forward_encoded(x[:, part]), y[:, part])
+            n_correct += correct.sum(dim=1)
+            loss_sum += loss * correct.shape[1]  # per-seed means, weighted by block size
+        return n_correct / n, loss_sum / n
 
     @torch.no_grad()
     def evaluate(self) -> np.ndarray:
-        """(5, S) on the host, one transfer: train acc, val acc, train loss, val loss, and the
-        first step since the last evaluation whose training loss was not finite (-1: none)."""
+        """(_METRIC_ROWS, S) on the host in one transfer: train acc, val acc, train loss, val
+        loss, and the first step since the last evaluation whose training loss was not finite."""
         train_acc, train_loss = self._metrics(self.train_x, self.train_y)
         val_acc, val_loss = self._metrics(self.val_x, self.val_y)
         if self._losses:
@@ -192,49 +251,186 @@ class BatchedTrainer:
         self.loss_weight[i] = 0.0
         reset_seed_state(self.optimizer, i)
 
-    def record(self, results: list[SeedResult]) -> bool:
+    def record(self) -> bool:
         """Evaluate, update every seed's record; True when no seed needs more training."""
-        tr, step = self.exp.training, self.step
         host = self.evaluate()
-        for i, res in enumerate(results):
-            if res.done or res.diverged:
-                continue
-            bad = int(host[4, i])
-            if bad >= 0 or not (math.isfinite(host[2, i]) and math.isfinite(host[3, i])):
-                res.diverged, res.diverged_step = True, bad if bad >= 0 else step
-                res.stopped_step = step
+        for i, res in enumerate(self.results):
+            if not (res.done or res.diverged) and \
+                    not _update_result(res, self.step, host[:, i], self.exp.training):
                 self.freeze(i)
-                continue
-            res.steps.append(step)
-            res.train_acc.append(float(host[0, i]))
-            res.val_acc.append(float(host[1, i]))
-            res.train_loss.append(_finite_or_none(float(host[2, i])))
-            res.val_loss.append(_finite_or_none(float(host[3, i])))
-            res.stopped_step = step
-            if res.train_step is None and host[0, i] >= tr.train_threshold:
-                res.train_step = step
-            if res.val_step is None and host[1, i] >= tr.val_threshold:
-                res.val_step = step
-            res.done = tr.early_stop and res.train_step is not None and res.val_step is not None
-        return all(r.done or r.diverged for r in results)
+        return all(r.done or r.diverged for r in self.results)
+
+
+def cpu_workers(device: str | torch.device, n_seeds: int) -> int:
+    """How many shards of seeds train side by side: on a CPU, one per intra-op thread torch was
+    given (each shard then runs single-threaded), so the cores work on separate seeds instead of
+    splitting every small operation; on a GPU, one."""
+    if torch.device(device).type != "cpu":
+        return 1
+    return max(1, min(torch.get_num_threads(), n_seeds))
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc keep freed blocks instead of returning them to the OS: a step frees and
+    reallocates the same activation buffers, and with the default trimming every step pays
+    thousands of page faults for them (~5-10% of a p = 97 step). Process-wide, set once."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep up to 1 GiB free at the heap top
+        libc.mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks up to 32 MiB come from the heap
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+_MALLOC_TUNED = False
+
+
+class SeedTrainer:
+    """Every seed of one experiment: one `BatchedTrainer` per shard of seeds.
+
+    On a CPU with n > 1 torch threads the seeds are split into n shards trained side by side by
+    n single-threaded workers (each core on its own seeds; no thread waits at a barrier for a
+    core another process holds); the thread count is restored by `close`. One shard otherwise.
+    Seed i's curve does not depend on the split.
+    """
+
+    def __init__(self, exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu",
+                 workers: int | None = None):
+        device = torch.device(device)
+        n = cpu_workers(device, len(seeds)) if workers is None else max(1, workers)
+        shards = [[int(s) for s in part] for part in np.array_split(np.asarray(seeds), n)]
+        shards = [s for s in shards if s]
+        self._threads = torch.get_num_threads()
+        self._pool: ThreadPoolExecutor | None = None
+        if len(shards) > 1:
+            torch.set_num_threads(1)
+            self._pool = ThreadPoolExecutor(len(shards), initializer=torch.set_num_threads,
+                                            initargs=(1,))
+        try:
+            self.shards = [BatchedTrainer(exp, shard, device) for shard in shards]
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def results(self) -> list[SeedResult]:
+        return [r for shard in self.shards for r in shard.results]
+
+    def _each(self, fn: Callable[[BatchedTrainer], Any]) -> list[Any]:
+        if self._pool is None:
+            return [fn(shard) for shard in self.shards]
+        return list(self._pool.map(fn, self.shards))
+
+    def train(self, n_steps: int) -> None:
+        self._each(lambda shard: shard.train(n_steps))
+
+    def record(self) -> bool:
+        return all(self._each(BatchedTrainer.record))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+            torch.set_num_threads(self._threads)
+
+    def __enter__(self) -> SeedTrainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PlainTrainer:
+    """One seed trained the way peer code does it: a plain `nn.Module` (nn.Embedding +
+    nn.Linear) and torch's default optimizer, one step at a time; the reference the engine is
+    checked (tests/test_engine_equivalence.py) and timed (benchmarks/throughput.py) against.
+    Same split, initial weights (seed i of a batched model) and minibatch order as the engine."""
+
+    def __init__(self, exp: ExperimentSpec, seed: int, device: str | torch.device = "cpu"):
+        self.exp, self.seed, self.device = exp, seed, torch.device(device)
+        tr = exp.training
+        data = build_dataset(exp.task, seed)
+        shape = DataShape(p=exp.task.p, vocab=data.vocab, n_classes=data.n_classes)
+        self.model = plain_model(build_model(exp.model, shape, [seed]), 0).to(self.device)
+        self.optimizer = build_plain_optimizer(exp.optimizer, self.model.param_groups())
+        a, b, y = (torch.as_tensor(v, device=self.device) for v in (data.a, data.b, data.y))
+        tr_rows, va_rows = (torch.as_tensor(r, device=self.device)
+                            for r in (data.train_idx, data.val_idx))
+        self.train_abY = a[tr_rows], b[tr_rows], y[tr_rows]
+        self.val_abY = a[va_rows], b[va_rows], y[va_rows]
+        n_train = len(tr_rows)
+        full_batch = tr.batch_size is None or tr.batch_size >= n_train
+        self.batches = None if full_batch else _Batches(
+            [seed], n_train, tr.batch_size, exp.task.canonical(), self.device)
+        self.step = 0
+        self.results = [SeedResult(seed=seed, budget=tr.steps)]
+
+    def train(self, n_steps: int) -> None:
+        model, optimizer = self.model, self.optimizer
+        a, b, y = self.train_abY
+        pos = None if self.batches is None else self.batches.take(n_steps)[:, 0]
+        for k in range(n_steps):
+            if pos is None:
+                loss = model.loss(model(a, b), y)
+            else:
+                rows = pos[k]
+                loss = model.loss(model(a[rows], b[rows]), y[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        self.step += n_steps
+
+    @torch.no_grad()
+    def evaluate(self) -> np.ndarray:
+        out = []
+        for a, b, y in (self.train_abY, self.val_abY):
+            logits = self.model(a, b)
+            out.append(((self.model.predict(logits) == y).float().mean().item(),
+                        self.model.loss(logits, y).item()))
+        (train_acc, train_loss), (val_acc, val_loss) = out
+        return np.array([train_acc, val_acc, train_loss, val_loss, -1.0])
+
+    def record(self) -> bool:
+        res = self.results[0]
+        if not (res.done or res.diverged):
+            _update_result(res, self.step, self.evaluate(), self.exp.training)
+        return res.done or res.diverged
+
+
+def _run(trainer: SeedTrainer | PlainTrainer, tr: TrainingSpec,
+         progress: ProgressFn | None) -> None:
+    """Train to the budget, evaluating every eval_interval steps, until every seed is done."""
+    finished = trainer.record()
+    step = 0
+    while step < tr.steps and not finished:
+        chunk = min(tr.eval_interval - step % tr.eval_interval, tr.steps - step)
+        trainer.train(chunk)
+        step += chunk
+        if step % tr.eval_interval == 0 or step == tr.steps:
+            finished = trainer.record()
+        if progress is not None:
+            progress(step, tr.steps)
 
 
 def train_seeds(exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu",
                 progress: ProgressFn | None = None) -> list[SeedResult]:
-    """Train every seed of one experiment as one batched model; one SeedResult per seed."""
-    tr = exp.training
-    trainer = BatchedTrainer(exp, seeds, device)
-    results = [SeedResult(seed=seed, budget=tr.steps) for seed in seeds]
-    trainer.model.train()
-    finished = trainer.record(results)
-    while trainer.step < tr.steps and not finished:
-        step = trainer.step
-        trainer.train(min(tr.eval_interval - step % tr.eval_interval, tr.steps - step))
-        if trainer.step % tr.eval_interval == 0 or trainer.step == tr.steps:
-            finished = trainer.record(results)
-        if progress is not None:
-            progress(trainer.step, tr.steps)
-    return results
+    """Train every seed of one experiment as one batched model (one per CPU worker, see
+    `SeedTrainer`); one SeedResult per seed, in the order of `seeds`."""
+    with SeedTrainer(exp, seeds, device) as trainer:
+        _run(trainer, exp.training, progress)
+        return trainer.results
+
+
+def train_plain(exp: ExperimentSpec, seed: int, device: str | torch.device = "cpu",
+                progress: ProgressFn | None = None) -> SeedResult:
+    """One seed the peer way (`PlainTrainer`), recorded exactly as `train_seeds` records it."""
+    trainer = PlainTrainer(exp, seed, device)
+    _run(trainer, exp.training, progress)
+    return trainer.results[0]
 
 
 def timed_train(exp: ExperimentSpec, seeds: list[int], device: str = "cpu",

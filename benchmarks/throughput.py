@@ -1,0 +1,260 @@
+"""Training throughput: peer-style per-seed training vs grokverify's engine vs the matmul roof.
+
+    python benchmarks/throughput.py            # 1-3 minutes (longer on a loaded machine)
+    python benchmarks/throughput.py --quick    # smoke run, about 30 s
+
+For paper 2's toy (K = 64 seeds) and paper 1's MLP at p = 97 (K = 8 seeds), side by side in one
+run, repeats interleaved, medians reported:
+
+(a) plain: the way peer code trains — one plain nn.Module (nn.Embedding + nn.Linear) and torch's
+    default optimizer per seed, seeds one after another (grokverify.train.PlainTrainer: same
+    split, initial weights and minibatch order as the engine). Measured with 1 and with 2 torch
+    threads; the faster of the two is the baseline (the peer's best case: two threads collapse
+    when another process holds a core, so a peer at torch's default would look far slower).
+(b) engine: grokverify.train.SeedTrainer (what train_seeds runs) with the K seeds and 2 torch
+    threads, i.e. two single-threaded workers on K/2 seeds each.
+(c) roof: only the forward + backward matmuls of a step (batched bmm over the K seeds, the same
+    shapes, including the first layer's input gradient that the embeddings need), two threads,
+    the faster of one 2-thread bmm and two 1-thread workers on K/2 seeds each.
+(c') for p = 97 also the roof of the engine's own matmuls: its first layer skips the columns of
+    the constant op and "=" tokens (models._OperandLinear, exact), so it does 42% fewer matmul
+    FLOPs than (c) and can run as fast as (c) or faster. `p97_roof_fraction` on the last line is
+    (b)'s share of (c'), the real bound on (b); its share of (c) is printed above it.
+
+Timed: the training steps only (construction and evaluation excluded, for (a) and (b) alike).
+Figures are model-steps/s = seeds x steps / s. Also measured: the share of evaluation in a run
+at the claims' quick scales (claims/*.yaml: eval every 100 steps, batch 128, p = 31), 1 thread
+as in a Ray worker. The last line is `toy_speedup=... p97_speedup=... p97_roof_fraction=...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from grokverify.optim import uses_fused
+from grokverify.spec import ExperimentSpec, load_claim
+from grokverify.train import PlainTrainer, SeedTrainer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Workload:
+    name: str
+    exp: ExperimentSpec
+    seeds: int  # K: seeds batched in (b) and in the roof
+    plain_seeds: int  # seeds trained one after another in (a); the rate does not depend on it
+    steps: int  # timed steps per repeat (after warm-up)
+    matmuls: list[tuple[int, int, int]]  # (M, K, N) per seed: the matmuls of one plain step
+    engine_matmuls: list[tuple[int, int, int]] | None = None  # the engine's, where they differ
+
+
+def _spec(task: dict, model: dict, optimizer: dict, batch: int | None) -> ExperimentSpec:
+    return ExperimentSpec.model_validate({
+        "task": task, "model": model, "optimizer": optimizer,
+        "training": {"steps": 100_000, "eval_interval": 100_000, "batch_size": batch,
+                     "early_stop": False}})
+
+
+def _mlp_matmuls(b: int, layers: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Forward, grad-input and grad-weight matmuls of a stack of linear layers (the first
+    layer's grad-input too: the embeddings need it)."""
+    out = []
+    for n_in, n_out in layers:
+        out += [(b, n_in, n_out), (b, n_out, n_in), (n_in, b, n_out)]
+    return out
+
+
+def workloads(quick: bool) -> list[Workload]:
+    toy = _spec({"op": "add", "p": 10, "modular": False, "unordered": True, "train_frac": 0.6},
+                {"kind": "toy_sum", "emb_dim": 1, "hidden": 200},
+                {"name": "adamw", "lr": 1e-3, "weight_decay": 1.0}, None)
+    p97 = _spec({"op": "add", "p": 97, "train_frac": 0.3, "test_frac": 0.2},
+                {"kind": "embed_mlp", "d": 128, "hidden": 512},
+                {"name": "adamw", "lr": 1e-3, "weight_decay": 1.0}, 512)
+    n_toy = 33  # round(0.6 * 55) training pairs, full batch
+    return [
+        Workload("toy", toy, 64, 1 if quick else 4, 40 if quick else 300,
+                 _mlp_matmuls(n_toy, [(1, 200), (200, 200), (200, 19)])),
+        # the engine's first layer skips the constant op and "=" tokens' columns (half of them)
+        Workload("p97", p97, 8, 1 if quick else 2, 4 if quick else 30,
+                 _mlp_matmuls(512, [(512, 512), (512, 97)]),
+                 _mlp_matmuls(512, [(256, 512), (512, 97)])),
+    ]
+
+
+def _timed(fn: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _train_capped(train: Callable[[int], None], steps: int, cap_s: float) -> tuple[int, float]:
+    """Train `steps` steps in blocks, stopping early past cap_s seconds (a setting that
+    collapses under load, e.g. two threads while another process holds a core, would
+    otherwise take minutes); (steps done, seconds)."""
+    block, done, start = max(1, steps // 10), 0, time.perf_counter()
+    while done < steps and (done == 0 or time.perf_counter() - start < cap_s):
+        n = min(block, steps - done)
+        train(n)
+        done += n
+    return done, time.perf_counter() - start
+
+
+def plain_rate(w: Workload, threads: int, cap_s: float) -> float:
+    torch.set_num_threads(threads)
+    steps, total = 0, 0.0
+    for seed in range(w.plain_seeds):
+        trainer = PlainTrainer(w.exp, seed)
+        trainer.train(3)  # warm-up: optimizer state, first-call allocations
+        n, dt = _train_capped(trainer.train, w.steps, cap_s / w.plain_seeds)
+        steps, total = steps + n, total + dt
+    return steps / total
+
+
+def engine_rate(w: Workload, cap_s: float, threads: int) -> tuple[float, bool]:
+    torch.set_num_threads(threads)
+    with SeedTrainer(w.exp, list(range(w.seeds))) as trainer:
+        trainer.train(3)
+        steps, dt = _train_capped(trainer.train, w.steps, cap_s)
+        fused = all(uses_fused(shard.optimizer) for shard in trainer.shards)
+    return w.seeds * steps / dt, fused
+
+
+def roof_rate(w: Workload, threads: int, matmuls: list[tuple[int, int, int]] | None = None,
+              ) -> tuple[float, float]:
+    """(model-steps/s, GFLOP/s) of the step's matmuls alone: the faster of one process with
+    `threads` torch threads and `threads` single-threaded workers on a share of the seeds each."""
+    matmuls = matmuls or w.matmuls
+
+    def operands(k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(torch.randn(k, m, n_in), torch.randn(k, n_in, n)) for m, n_in, n in matmuls]
+
+    def run(ops: list[tuple[torch.Tensor, torch.Tensor]], reps: int) -> None:
+        for _ in range(reps):
+            for x, y in ops:
+                torch.bmm(x, y)
+
+    flop = 2 * w.seeds * sum(m * k * n for m, k, n in matmuls)
+    reps = max(3, w.steps // 4)
+    torch.set_num_threads(threads)
+    ops = operands(w.seeds)
+    run(ops, 2)
+    best = _timed(lambda: run(ops, reps)) / reps
+    torch.set_num_threads(1)
+    parts = [operands(len(s)) for s in torch.arange(w.seeds).tensor_split(threads) if len(s)]
+    with ThreadPoolExecutor(len(parts), initializer=torch.set_num_threads,
+                            initargs=(1,)) as pool:
+        list(pool.map(lambda o: run(o, 2), parts))
+        best = min(best, _timed(lambda: list(pool.map(lambda o: run(o, reps), parts))) / reps)
+    return w.seeds / best, flop / best / 1e9
+
+
+def _quick_arms(quick: bool) -> list[tuple[str, ExperimentSpec, int]]:
+    """(label, experiment, seeds) of every distinct training shape among the claims' quick-scale
+    arms (family members that differ only in the operation share one entry)."""
+    out, seen = [], set()
+    claims = sorted((REPO / "claims").glob("*.yaml"))
+    for path in claims[:1] if quick else claims:
+        loaded = load_claim(path)
+        n = loaded.scale_seeds("quick")
+        n = n if isinstance(n, int) else 12
+        for member, arms in loaded.members("quick").items():
+            for arm, exp in arms.items():
+                shape = exp.model_dump_json(exclude={"task": {"op"}})
+                if shape not in seen:
+                    seen.add(shape)
+                    label = "/".join(x for x in (loaded.claim.id, member, arm) if x)
+                    out.append((label, exp, n))
+    return out[:1] if quick else out
+
+
+def eval_share(quick: bool, repeats: int) -> float:
+    """Evaluation time / training time between two evaluations, for the claims' quick-scale
+    arms (1 thread, as in a Ray worker); the largest is returned."""
+    torch.set_num_threads(1)
+    worst = 0.0
+    for label, exp, n in _quick_arms(quick):
+        tr = exp.training
+        with SeedTrainer(exp, list(range(n))) as trainer:
+            trainer.train(3)
+            trainer.record()
+            train_s, eval_s = [], []
+            for _ in range(repeats):
+                train_s.append(_timed(lambda t=trainer, k=tr.eval_interval: t.train(k)))
+                eval_s.append(_timed(trainer.record))
+        share = statistics.median(eval_s) / statistics.median(train_s)
+        worst = max(worst, share)
+        print(f"  {label}: {n} seeds, batch {tr.batch_size}, eval every {tr.eval_interval} "
+              f"steps: train {statistics.median(train_s) * 1e3:.0f} ms, eval "
+              f"{statistics.median(eval_s) * 1e3:.1f} ms, eval share {share:.1%}")
+    return worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (>= 3)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for (b), the roof and the peer's multi-thread run")
+    args = parser.parse_args(argv)
+    repeats = max(3, args.repeats)
+    threads0 = torch.get_num_threads()
+    print(f"torch {torch.__version__}, {threads0} threads available, {repeats} repeats"
+          f"{' (quick)' if args.quick else ''}")
+    summary: dict[str, float] = {}
+    cap_s = 1.0 if args.quick else 6.0  # per measurement
+    for w in workloads(args.quick):
+        rates: dict[str, list[float]] = {"a1": [], "a2": [], "b": [], "roof": [], "gflops": [],
+                                         "own": []}
+        fused = True
+        for _ in range(repeats):  # interleaved, so drifting machine load hits every variant
+            rates["a1"].append(plain_rate(w, 1, cap_s))
+            rates["a2"].append(plain_rate(w, args.threads, cap_s))
+            rate, fused_now = engine_rate(w, cap_s, args.threads)
+            rates["b"].append(rate)
+            fused &= fused_now
+            roof, gflops = roof_rate(w, args.threads)
+            rates["roof"].append(roof)
+            rates["gflops"].append(gflops)
+            rates["own"].append(roof_rate(w, args.threads, w.engine_matmuls)[0]
+                                if w.engine_matmuls else roof)
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        plain = max(med["a1"], med["a2"])
+        speedup, share, own = med["b"] / plain, med["b"] / med["roof"], med["b"] / med["own"]
+        print(f"{w.name}: K = {w.seeds}, {w.steps} steps a repeat, fused optimizer: {fused}")
+        print(f"  (a) plain per seed: {med['a1']:.0f} model-steps/s (1 thread), "
+              f"{med['a2']:.0f} ({args.threads} threads)   runs: "
+              + " / ".join(f"{x:.0f}" for x in rates["a1"] + rates["a2"]))
+        print(f"  (b) engine, {w.seeds} seeds: {med['b']:.0f} model-steps/s   runs: "
+              + " / ".join(f"{x:.0f}" for x in rates["b"]))
+        print(f"  (c) matmul roof: {med['roof']:.0f} model-steps/s ({med['gflops']:.0f} GFLOP/s)"
+              f"   runs: " + " / ".join(f"{x:.0f}" for x in rates["roof"]))
+        if w.engine_matmuls:
+            print(f"  (c') roof of the engine's own matmuls (constant tokens skipped): "
+                  f"{med['own']:.0f} model-steps/s   runs: "
+                  + " / ".join(f"{x:.0f}" for x in rates["own"]))
+        print(f"  speedup (b)/(a) = {speedup:.2f}, (b)'s share of the roof = {share:.2f}"
+              + (f" (of its own matmuls' roof (c'): {own:.2f})" if w.engine_matmuls else ""))
+        summary[f"{w.name}_speedup"] = speedup
+        summary[f"{w.name}_roof_fraction"] = own
+    print("evaluation share at the claims' quick scales:")
+    summary["eval_share"] = eval_share(args.quick, repeats)
+    print(f"eval_share={summary['eval_share']:.3f}")
+    torch.set_num_threads(threads0)
+    print(f"toy_speedup={summary['toy_speedup']:.2f} p97_speedup={summary['p97_speedup']:.2f} "
+          f"p97_roof_fraction={summary['p97_roof_fraction']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The optimised engine trains exactly what plain per-seed training trains.
+
+The reference is the peer-style loop benchmarks/throughput.py times as (a): one plain nn.Module
+(nn.Embedding + nn.Linear) and torch's default optimizer per seed (grokverify.train.PlainTrainer),
+given the same initial weights (seed i of the batched model, copied in), the same minibatch row
+indices (train.py's batch sampler) and the same optimizer settings. Curves, thresholds and
+weights must agree to float tolerance, so engine speed-ups never change a verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from grokverify.models import DataShape, EmbedMLPSpec, build_model, plain_model
+from grokverify.optim import uses_fused
+from grokverify.spec import ExperimentSpec
+from grokverify.train import PlainTrainer, SeedTrainer, train_plain, train_seeds
+
+TASK = {"op": "add", "p": 11, "train_frac": 0.7, "test_frac": 0.2}
+TOY_TASK = {"op": "add", "p": 10, "modular": False, "unordered": True, "train_frac": 0.6}
+MINIBATCH = {"steps": 100, "eval_interval": 20, "batch_size": 16, "train_threshold": 0.6,
+             "val_threshold": 0.15, "early_stop": False}
+FULL_BATCH = {"steps": 100, "eval_interval": 20, "train_threshold": 0.6, "val_threshold": 0.3,
+              "early_stop": False}
+MLP = {"kind": "embed_mlp", "d": 16, "hidden": 32}
+
+CASES = {
+    "embed_mlp-adamw": (TASK, MLP, {"name": "adamw", "lr": 0.01, "weight_decay": 0.5,
+                                    "emb_lr_mult": 10}, MINIBATCH),
+    "embed_mlp-sgd": (TASK, MLP, {"name": "sgd", "lr": 0.05, "momentum": 0.9,
+                                  "weight_decay": 1e-3, "emb_lr_mult": 2}, MINIBATCH),
+    "toy_sum-adamw": (TOY_TASK, {"kind": "toy_sum", "hidden": 32},
+                      {"name": "adamw", "lr": 1e-2, "weight_decay": 0.1, "emb_lr_mult": 10,
+                       "emb_weight_decay": 0}, FULL_BATCH),
+}
+SEEDS = [0, 1, 2]
+
+
+def _exp(case: str) -> ExperimentSpec:
+    task, model, opt, training = CASES[case]
+    return ExperimentSpec.model_validate(
+        {"task": task, "model": model, "optimizer": opt, "training": training})
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_curves_and_thresholds_equal_plain_training(case: str) -> None:
+    exp = _exp(case)
+    engine = train_seeds(exp, SEEDS)
+    for i, seed in enumerate(SEEDS):
+        plain = train_plain(exp, seed)
+        got = engine[i]
+        assert got.seed == plain.seed and got.steps == plain.steps == [0, 20, 40, 60, 80, 100]
+        np.testing.assert_allclose(got.train_loss, plain.train_loss, rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(got.val_loss, plain.val_loss, rtol=2e-5, atol=1e-6)
+        assert got.train_acc == pytest.approx(plain.train_acc, abs=1e-6)
+        assert got.val_acc == pytest.approx(plain.val_acc, abs=1e-6)
+        assert (got.train_step, got.val_step) == (plain.train_step, plain.val_step)
+        assert not got.diverged and not plain.diverged
+    # the runs learn and cross a threshold, so this compares trained models and real verdicts
+    assert all(r.train_acc[-1] > r.train_acc[0] + 0.3 for r in engine)
+    assert any(r.train_step not in (None, 0) for r in engine)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_weights_equal_plain_training_step_by_step(case: str) -> None:
+    exp = _exp(case)
+    with SeedTrainer(exp, SEEDS, workers=1) as engine:
+        (shard,) = engine.shards
+        assert uses_fused(shard.optimizer)  # the engine's fast path is the one under test
+        plains = []
+        for i, seed in enumerate(SEEDS):
+            plain = PlainTrainer(exp, seed)
+            before = {k: v.clone() for k, v in plain.model.batched_params().items()}
+            plain.model.load_seed(shard.model, i)  # share the initial weights explicitly ...
+            for key, value in plain.model.batched_params().items():  # ... which were equal anyway
+                torch.testing.assert_close(value, before[key], rtol=0, atol=0)
+            plains.append(plain)
+        for n_steps in (1, 4, 15):
+            engine.train(n_steps)
+            for plain in plains:
+                plain.train(n_steps)
+            for i, plain in enumerate(plains):
+                for key, value in plain.model.batched_params().items():
+                    torch.testing.assert_close(shard.model.params[key][i].detach(), value,
+                                               rtol=1e-4, atol=1e-6, msg=f"{case} seed {i} {key}")
+
+
+def test_shards_on_two_workers_equal_one_batch() -> None:
+    """What train_seeds does with 2 CPU threads (two single-threaded shards) changes nothing."""
+    exp = _exp("embed_mlp-adamw")
+    one = train_seeds(exp, SEEDS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with SeedTrainer(exp, SEEDS) as two:  # 2 threads: 2 shards, single-threaded each
+            assert [s.seeds for s in two.shards] == [[0, 1], [2]]
+            assert torch.get_num_threads() == 1
+            finished = two.record()
+            for _ in range(5):
+                two.train(20)
+                finished = two.record()
+            assert not finished
+            results = two.results
+        assert torch.get_num_threads() == 2  # restored
+    finally:
+        torch.set_num_threads(threads)
+    assert [r.seed for r in results] == SEEDS
+    for got, want in zip(results, one, strict=True):
+        assert got.steps == want.steps
+        np.testing.assert_allclose(got.train_loss, want.train_loss, rtol=1e-5, atol=1e-7)
+        assert got.val_acc == pytest.approx(want.val_acc, abs=1e-6)
+
+
+def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
+    """EmbedMLP folds the constant op and "=" tokens' part of the first layer into its bias
+    (models._OperandLinear): outputs and every gradient equal nn.Linear over [a, op, b, =]."""
+    shape = DataShape(p=5, vocab=7, n_classes=5)
+    model = build_model(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6), shape, [0, 1]).double()
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randint(0, 5, (2, 2, 9), generator=gen)
+    weights = torch.tensor([0.7, 1.3], dtype=torch.float64)
+    out = model(a, b)
+    (model.train_loss(out, (a + b) % 5) * weights).sum().backward()
+    for i in range(2):
+        plain = plain_model(model, i).double()
+        torch.testing.assert_close(plain(a[i], b[i]), out[i].detach(), rtol=1e-12, atol=1e-12)
+        (plain.loss(plain(a[i], b[i]), (a[i] + b[i]) % 5) * weights[i]).backward()
+        for key, name in plain.names.items():
+            want = plain._to_batched(key, plain.get_parameter(name).grad)
+            torch.testing.assert_close(model.params[key].grad[i], want, rtol=1e-12, atol=1e-12,
+                                       msg=key)
+
+
+@pytest.mark.parametrize(("name", "kernel"), [("adamw", "aten::_fused_adamw_"),
+                                              ("adam", "aten::_fused_adam_"),
+                                              ("sgd", "aten::_fused_sgd_")])
+def test_every_optimizer_runs_its_fused_kernel_on_cpu(name: str, kernel: str) -> None:
+    opt = {"name": name, "lr": 0.01, "weight_decay": 0.1}
+    if name == "sgd":
+        opt["momentum"] = 0.9
+    exp = ExperimentSpec.model_validate(
+        {"task": TASK, "model": MLP, "optimizer": opt, "training": MINIBATCH})
+    with SeedTrainer(exp, SEEDS, workers=1) as engine:
+        assert uses_fused(engine.shards[0].optimizer)
+        engine.train(1)  # lazy optimizer state
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            engine.train(2)
+    calls = {e.key: e.count for e in prof.key_averages()}
+    assert calls.get(kernel, 0) >= 2, sorted(k for k in calls if "fused" in k or "foreach" in k)
