@@ -38,7 +38,8 @@ default 95% CI; for equivalence ``2 alpha``, 0.10 by default).
 Caveats. The integration assumes an (approximately) normal statistic with independent
 increments -- exact for means, asymptotic for the Cox Wald statistic, approximate for bootstrap
 CIs of medians and for the exact (Clopper–Pearson) interval of a share.
-`grokverify.stats.simulate` and ``benchmarks/calibration.py`` check the error rates that result, criterion by criterion. A
+`grokverify.stats.simulate` and ``benchmarks/calibration.py`` check the error rates that
+result, criterion by criterion. A
 percentile bootstrap CI at a small alpha_k needs enough resamples (``n_boot``) to place its
 extreme quantiles; with ``alpha_k = 0.0056`` (O'Brien-Fleming, first of two looks) 2000
 resamples leave about 5-6 beyond each end.
