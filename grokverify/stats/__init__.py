@@ -30,12 +30,24 @@ def register(c: Criterion) -> None:
     CRITERIA[c.name] = c
 
 
+def criterion_for(name: str, params: object) -> Criterion:
+    """The registered criterion `name`, checking that `params` are its own params model."""
+    if name not in CRITERIA:
+        raise KeyError(f"unknown criterion {name!r}")
+    criterion = CRITERIA[name]
+    if not isinstance(params, criterion.params_model):
+        raise TypeError(f"expected {criterion.params_model.__name__}, got "
+                        f"{type(params).__name__}")
+    return criterion
+
+
 for _criterion in (SURVIVAL_COMPARE, COX_HAZARD_RATIO, SCALAR_COMPARE, EQUIVALENCE, PROPORTION,
                    CORRELATION, VALUE_CRITERION):
     register(_criterion)
 
 __all__ = [
     "CRITERIA",
+    "criterion_for",
     "ArmSample",
     "ArmSummary",
     "Criterion",

@@ -124,14 +124,9 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
     (b) of the module docstring); `sigma`, `baseline_median`, `budget` and `eval_interval`
     override what is taken from the pilot or the defaults. Without ``effect``: resample the
     pilot's seeds per arm (method (a))."""
-    from grokverify.stats import CRITERIA  # lazy: the registry may one day import this module
+    from grokverify.stats import criterion_for  # lazy: the registry may one day import this
 
-    if criterion_name not in CRITERIA:
-        raise KeyError(f"unknown criterion {criterion_name!r}")
-    criterion = CRITERIA[criterion_name]
-    if not isinstance(params, criterion.params_model):
-        raise TypeError(f"expected {criterion.params_model.__name__}, got "
-                        f"{type(params).__name__}")
+    criterion = criterion_for(criterion_name, params)
     sizes = [int(n) for n in candidates]
     if not sizes or min(sizes) < 1:
         raise ValueError("candidates must be positive seed counts")

@@ -300,14 +300,9 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
 
     ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
     ``kind`` the spending function. Information fraction = n_k / n_max (seeds per arm)."""
-    from grokverify.stats import CRITERIA  # lazy: the registry may one day import this module
+    from grokverify.stats import criterion_for  # lazy: the registry may one day import this
 
-    if criterion_name not in CRITERIA:
-        raise KeyError(f"unknown criterion {criterion_name!r}")
-    criterion = CRITERIA[criterion_name]
-    if not isinstance(params, criterion.params_model):
-        raise TypeError(f"expected {criterion.params_model.__name__}, got "
-                        f"{type(params).__name__}")
+    criterion = criterion_for(criterion_name, params)
     sizes = [int(n) for n in looks]
     fractions = information_fractions(sizes)
     total = _own_alpha(params) if alpha is None else float(alpha)
