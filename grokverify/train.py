@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -432,9 +431,3 @@ def train_plain(exp: ExperimentSpec, seed: int, device: str | torch.device = "cp
     _run(trainer, exp.training, progress)
     return trainer.results[0]
 
-
-def timed_train(exp: ExperimentSpec, seeds: list[int], device: str = "cpu",
-                progress: ProgressFn | None = None) -> tuple[list[SeedResult], float]:
-    start = time.perf_counter()
-    results = train_seeds(exp, seeds, device, progress)
-    return results, time.perf_counter() - start
