@@ -32,14 +32,15 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]]) -> list[dic
     return [{"member": member, "arm": arm, **rec["result"]["summary"]} for rec in records]
 
 
-def build_result(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> dict[str, Any]:
+def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
+                 opts: RunOptions, device: str) -> dict[str, Any]:
     loaded, claim = run.loaded, run.loaded.claim
     scale = claim.scales[run.scale]
     arms: dict[str, Any] = {}
     per_seed: list[dict[str, Any]] = []
     devices: set[str] = set()
     for plan in run.plans:
-        records = [store.get(k) for k in plan.keys]
+        records = records_by_arm[_label(plan.member, plan.arm)]
         devices.update(f"{r['device']} ({r['device_name']})" for r in records if r)
         rows = _seed_rows(plan.member, plan.arm, [r for r in records if r])
         per_seed.extend(rows)
@@ -91,8 +92,8 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> Path:
     out = opts.reports / run.loaded.claim.id
     out.mkdir(parents=True, exist_ok=True)
-    result = build_result(run, store, opts, device)
     records = {_label(p.member, p.arm): [store.get(k) for k in p.keys] for p in run.plans}
+    result = build_result(run, records, opts, device)
     samples = {_label(member, arm): s for member, arms in run.samples.items()
                for arm, s in arms.items()}
     figures = {
