@@ -78,24 +78,46 @@ def _linear_init(gen: torch.Generator, fan_in: int, fan_out: int) -> tuple[Tenso
     return _uniform(gen, (fan_in, fan_out), bound), _uniform(gen, (1, fan_out), bound)
 
 
-def _stack(per_seed: list[dict[str, Tensor]]) -> dict[str, nn.Parameter]:
-    return {k: nn.Parameter(torch.stack([p[k] for p in per_seed])) for k in per_seed[0]}
+# CPU elementwise kernels, the fused optimizers among them, run vector instructions over a
+# tensor and finish its last (numel mod vector width) elements with scalar code that rounds
+# differently. A seed whose values fall in that tail when it trains alone but not in a batch
+# would not train bit-identically, so a parameter whose per-seed size is not a multiple of
+# _ALIGN elements is stored flat, zero-padded to a multiple of _ALIGN (no tail for any seed
+# count), and viewed as (S, ...). The padding gets no gradient and stays 0.
+_ALIGN = 64
+
+
+def _padded_leaf(t: Tensor) -> nn.Parameter:
+    per_seed = t[0].numel()
+    if per_seed % _ALIGN == 0:
+        return nn.Parameter(t)
+    flat = t.new_zeros(-(-t.numel() // _ALIGN) * _ALIGN)
+    flat[:t.numel()] = t.reshape(-1)
+    return nn.Parameter(flat)
+
+
+def seed_view(t: Tensor, shape: torch.Size) -> Tensor:
+    """A parameter's leaf (or its gradient, or an optimizer state shaped like it) as (S, ...)."""
+    return t if t.shape == shape else t[:shape.numel()].view(shape)
 
 
 def _affine(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
-    """x (S, B, in) @ w (S, in, out) + b (S, 1, out)."""
+    """x (S, B, in) @ w (S, in, out) + b (S, 1, out). With in = 1 (paper 2's 1-d embeddings)
+    the product is an outer product, computed elementwise: MKL rounds a one-matrix and a
+    batched rank-1 update differently, which would make a seed's result depend on S."""
+    if x.shape[-1] == 1:
+        return x * w + b
     return torch.baddbmm(b, x, w)
 
 
-def _cross_entropy_loss(out: Tensor, y: Tensor) -> Tensor:
-    """Per-seed mean cross-entropy (S,) of logits (S, B, C) against labels (S, B)."""
+def _cross_entropy_each(out: Tensor, y: Tensor) -> Tensor:
+    """Cross-entropy (S, B) of each example's logits (S, B, C) against its label (S, B)."""
     s, n, c = out.shape
-    return F.cross_entropy(out.reshape(s * n, c), y.reshape(-1), reduction="none").view(s, n) \
-        .mean(dim=1)
+    return F.cross_entropy(out.reshape(s * n, c), y.reshape(-1), reduction="none").view(s, n)
 
 
 def _cross_entropy(out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    return _cross_entropy_loss(out, y), out.argmax(dim=-1) == y
+    return _cross_entropy_each(out, y), out.argmax(dim=-1) == y
 
 
 def _seed_offsets(n_seeds: int, rows_per_seed: int) -> Tensor:
@@ -115,11 +137,31 @@ class BatchedModel(nn.Module):
         self.spec, self.shape = spec, shape
         context = f"{spec.canonical()}|{shape}"
         per_seed = [self.init_seed(torch_generator(seed, "init", context)) for seed in seeds]
-        self.params = nn.ParameterDict(_stack(per_seed))
+        stacked = {k: torch.stack([p[k] for p in per_seed]) for k in per_seed[0]}
+        self.leaves = nn.ParameterDict({k: _padded_leaf(t) for k, t in stacked.items()})
+        self.shapes = {k: t.shape for k, t in stacked.items()}
         buffers = [self.init_buffers(torch_generator(seed, "targets", context)) for seed in seeds]
         for key in buffers[0]:
             self.register_buffer(key, torch.stack([b[key] for b in buffers]))
         self.n_seeds = len(seeds)
+
+    def param(self, key: str) -> Tensor:
+        """Parameter `key` as (S, ...) (a view of its leaf when the leaf is padded)."""
+        return seed_view(self.leaves[key], self.shapes[key])
+
+    def grad(self, key: str) -> Tensor | None:
+        """The gradient of parameter `key` as (S, ...)."""
+        leaf = self.leaves[key]
+        return None if leaf.grad is None else seed_view(leaf.grad, self.shapes[key])
+
+    @property
+    def params(self) -> dict[str, Tensor]:
+        return {key: self.param(key) for key in self.leaves}
+
+    @property
+    def seed_shapes(self) -> dict[nn.Parameter, torch.Size]:
+        """Each leaf's (S, ...) shape, for `seed_view` on it, its gradient or optimizer state."""
+        return {leaf: self.shapes[key] for key, leaf in self.leaves.items()}
 
     def init_seed(self, gen: torch.Generator) -> dict[str, Tensor]:
         raise NotImplementedError
@@ -139,17 +181,18 @@ class BatchedModel(nn.Module):
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         return self.forward_encoded(self.encode(a, b))
 
-    def loss(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-        """Per-seed mean loss (S,) and per-example correctness (S, B)."""
+    def example_losses(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Each example's loss and correctness, (S, B) each: an evaluation in blocks of rows
+        averages the losses once at the end, so the result does not depend on the blocks."""
         return _cross_entropy(out, y)
 
     def train_loss(self, out: Tensor, y: Tensor) -> Tensor:
         """Per-seed mean loss (S,) alone: what a training step needs (no argmax)."""
-        return _cross_entropy_loss(out, y)
+        return _cross_entropy_each(out, y).mean(dim=1)
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
-        emb = [self.params[k] for k in self.embedding_keys]
-        rest = [p for k, p in self.params.items() if k not in self.embedding_keys]
+        emb = [self.leaves[k] for k in self.embedding_keys]
+        rest = [p for k, p in self.leaves.items() if k not in self.embedding_keys]
         return {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
 
 
@@ -222,11 +265,11 @@ class EmbedMLP(BatchedModel):
 
     def forward_encoded(self, x: Tensor) -> Tensor:
         s, n, _ = x.shape
-        p, emb = self.shape.p, self.params["E"]
+        p, emb = self.shape.p, self.param("E")
         table = emb.reshape(s * self.shape.vocab, -1)
         x_ab = torch.index_select(table, 0, x.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
-        h = _OperandLinear.apply(x_ab, emb[:, p:p + 2], self.params["W1"], self.params["b1"])
-        return _affine(h.relu_(), self.params["W2"], self.params["b2"])
+        h = _OperandLinear.apply(x_ab, emb[:, p:p + 2], self.param("W1"), self.param("b1"))
+        return _affine(h.relu_(), self.param("W2"), self.param("b2"))
 
 
 class ScalarMLP(BatchedModel):
@@ -240,11 +283,11 @@ class ScalarMLP(BatchedModel):
     def encode(self, a: Tensor, b: Tensor) -> Tensor:
         p = self.shape.p
         x = torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
-        return x.to(self.params["W1"].dtype)
+        return x.to(self.param("W1").dtype)
 
     def forward_encoded(self, x: Tensor) -> Tensor:
-        h = _affine(x, self.params["W1"], self.params["b1"]).relu_()
-        return _affine(h, self.params["W2"], self.params["b2"])
+        h = _affine(x, self.param("W1"), self.param("b1")).relu_()
+        return _affine(h, self.param("W2"), self.param("b2"))
 
 
 class ToySum(BatchedModel):
@@ -274,24 +317,27 @@ class ToySum(BatchedModel):
 
     def forward_encoded(self, x: Tensor) -> Tensor:
         s = x.shape[0]
-        table = self.params["E"].reshape(s * self.shape.p, -1)
+        table = self.param("E").reshape(s * self.shape.p, -1)
         h = F.embedding(x, table).sum(dim=2)  # E[a] + E[b]: (S, B, emb_dim)
-        h = _affine(h, self.params["W1"], self.params["b1"]).tanh_()
-        h = _affine(h, self.params["W2"], self.params["b2"]).tanh_()
-        return _affine(h, self.params["W3"], self.params["b3"])
+        h = _affine(h, self.param("W1"), self.param("b1")).tanh_()
+        h = _affine(h, self.param("W2"), self.param("b2")).tanh_()
+        return _affine(h, self.param("W3"), self.param("b3"))
 
-    def loss(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    def _squared_errors(self, out: Tensor, y: Tensor) -> Tensor:
+        target = torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+        return (out - target) ** 2
+
+    def example_losses(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         if self.spec.output != "regression":
             return _cross_entropy(out, y)
         # Regression to fixed random targets; the prediction is the nearest target.
         nearest = torch.cdist(out, self.targets).argmin(dim=-1)
-        return self.train_loss(out, y), nearest == y
+        return self._squared_errors(out, y).mean(dim=2), nearest == y
 
     def train_loss(self, out: Tensor, y: Tensor) -> Tensor:
         if self.spec.output != "regression":
-            return _cross_entropy_loss(out, y)
-        target = torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-        return ((out - target) ** 2).mean(dim=(1, 2))
+            return super().train_loss(out, y)
+        return self._squared_errors(out, y).mean(dim=(1, 2))
 
 
 # ---------------------------------------------------------------- plain per-seed reference

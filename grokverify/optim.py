@@ -7,12 +7,13 @@ lr × c (paper 1's Adam-LR) and may have its own weight decay (paper 2's toy).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
+from grokverify.models import seed_view
 from grokverify.spec import OptimizerSpec
 
 Builder = Callable[[list[dict[str, Any]], OptimizerSpec, dict[str, Any]], torch.optim.Optimizer]
@@ -80,12 +81,14 @@ def build_plain_optimizer(spec: OptimizerSpec,
     return OPTIMIZERS[spec.name](_param_groups(spec, groups), spec, {})
 
 
-def reset_seed_state(optimizer: torch.optim.Optimizer, seed_index: int) -> None:
-    """Zero one seed's slice of every parameter and optimizer buffer (used after divergence)."""
+def reset_seed_state(optimizer: torch.optim.Optimizer, seed_index: int,
+                     seed_shapes: Mapping[nn.Parameter, torch.Size]) -> None:
+    """Zero one seed's slice of every parameter and optimizer buffer (used after divergence);
+    `seed_shapes` gives each parameter's (S, ...) shape (models.BatchedModel.seed_shapes)."""
     with torch.no_grad():
         for group in optimizer.param_groups:
             for param in group["params"]:
-                param[seed_index].zero_()
-                for value in optimizer.state.get(param, {}).values():
-                    if torch.is_tensor(value) and value.dim() > 0 and value.shape == param.shape:
-                        value[seed_index].zero_()
+                state = optimizer.state.get(param, {}).values()
+                buffers = [v for v in state if torch.is_tensor(v) and v.shape == param.shape]
+                for tensor in (param, *buffers):
+                    seed_view(tensor, seed_shapes[param])[seed_index].zero_()

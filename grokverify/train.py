@@ -116,7 +116,7 @@ class _Batches:
 _BLOCK_ELEMENTS = 1 << 21
 
 _METRIC_ROWS = 5  # train acc, val acc, train loss, val loss, first non-finite step (-1: none)
-_EVAL_ROWS = 1 << 15  # seeds x rows evaluated in one forward pass
+_EVAL_ROWS = 1 << 12  # rows per seed evaluated in one forward pass (the same for any S)
 
 
 def _update_result(res: SeedResult, step: int, m: np.ndarray, tr: TrainingSpec) -> bool:
@@ -215,19 +215,13 @@ class BatchedTrainer:
     @torch.no_grad()
     def _metrics(self, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Per-seed (accuracy, loss) over the given encoded rows (S, n, ...), all seeds in one
-        forward pass (in blocks of rows when S x n is large, to bound the activations)."""
-        s, n = y.shape
-        rows = max(1, _EVAL_ROWS // s)
-        if n <= rows:
-            loss, correct = self.model.loss(self.model.forward_encoded(x), y)
-            return correct.float().mean(dim=1), loss
-        n_correct, loss_sum = torch.zeros_like(self.loss_weight), torch.zeros_like(self.loss_weight)
-        for start in range(0, n, rows):
-            part = slice(start, start + rows)
-            loss, correct = self.model.loss(self.model.forward_encoded(x[:, part]), y[:, part])
-            n_correct += correct.sum(dim=1)
-            loss_sum += loss * correct.shape[1]  # per-seed means, weighted by block size
-        return n_correct / n, loss_sum / n
+        forward pass per block of `_EVAL_ROWS` rows (bounding the activations). Neither the
+        blocks nor the averaging depends on S: a seed's figures are the same in any batch."""
+        model, n = self.model, y.shape[1]
+        parts = [model.example_losses(model.forward_encoded(x[:, i:i + _EVAL_ROWS]),
+                                      y[:, i:i + _EVAL_ROWS]) for i in range(0, n, _EVAL_ROWS)]
+        losses, correct = (torch.cat(part, dim=1) for part in zip(*parts, strict=True))
+        return correct.float().mean(dim=1), losses.mean(dim=1)
 
     @torch.no_grad()
     def evaluate(self) -> np.ndarray:
@@ -248,7 +242,7 @@ class BatchedTrainer:
     def freeze(self, i: int) -> None:
         """Stop seed i (diverged): zero its parameters and optimizer state, no more gradient."""
         self.loss_weight[i] = 0.0
-        reset_seed_state(self.optimizer, i)
+        reset_seed_state(self.optimizer, i, self.model.seed_shapes)
 
     def record(self) -> bool:
         """Evaluate, update every seed's record; True when no seed needs more training."""
@@ -291,10 +285,12 @@ _MALLOC_TUNED = False
 class SeedTrainer:
     """Every seed of one experiment: one `BatchedTrainer` per shard of seeds.
 
-    On a CPU with n > 1 torch threads the seeds are split into n shards trained side by side by
-    n single-threaded workers (each core on its own seeds; no thread waits at a barrier for a
-    core another process holds); the thread count is restored by `close`. One shard otherwise.
-    Seed i's curve does not depend on the split.
+    On a CPU with n torch threads the seeds are split into up to n shards trained side by side
+    by single-threaded workers (each core on its own seeds; no thread waits at a barrier for a
+    core another process holds). A lone shard runs single-threaded too: a multi-threaded kernel
+    may split a reduction or a matmul differently, and seed i's results must be bit-identical
+    whichever seeds share its chunk (tests/test_train.py). `close` restores the thread count.
+    One shard on a GPU.
     """
 
     def __init__(self, exp: ExperimentSpec, seeds: list[int], device: str | torch.device = "cpu",
@@ -305,8 +301,9 @@ class SeedTrainer:
         shards = [s for s in shards if s]
         self._threads = torch.get_num_threads()
         self._pool: ThreadPoolExecutor | None = None
+        if device.type == "cpu":
+            torch.set_num_threads(1)  # also for one shard: see the class docstring
         if len(shards) > 1:
-            torch.set_num_threads(1)
             self._pool = ThreadPoolExecutor(len(shards), initializer=torch.set_num_threads,
                                             initargs=(1,))
         try:
@@ -334,7 +331,7 @@ class SeedTrainer:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
-            torch.set_num_threads(self._threads)
+        torch.set_num_threads(self._threads)
 
     def __enter__(self) -> SeedTrainer:
         return self

@@ -107,10 +107,7 @@ def test_shards_on_two_workers_equal_one_batch() -> None:
     finally:
         torch.set_num_threads(threads)
     assert [r.seed for r in results] == SEEDS
-    for got, want in zip(results, one, strict=True):
-        assert got.steps == want.steps
-        np.testing.assert_allclose(got.train_loss, want.train_loss, rtol=1e-5, atol=1e-7)
-        assert got.val_acc == pytest.approx(want.val_acc, abs=1e-6)
+    assert [r.to_dict() for r in results] == [r.to_dict() for r in one]  # to the last bit
 
 
 def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
@@ -129,7 +126,7 @@ def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
         (plain.loss(plain(a[i], b[i]), (a[i] + b[i]) % 5) * weights[i]).backward()
         for key, name in plain.names.items():
             want = plain._to_batched(key, plain.get_parameter(name).grad)
-            torch.testing.assert_close(model.params[key].grad[i], want, rtol=1e-12, atol=1e-12,
+            torch.testing.assert_close(model.grad(key)[i], want, rtol=1e-12, atol=1e-12,
                                        msg=key)
 
 
