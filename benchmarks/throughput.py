@@ -159,7 +159,7 @@ def roof_rate(w: Workload, threads: int, matmuls: list[tuple[int, int, int]] | N
     return w.seeds / best, flop / best / 1e9
 
 
-def _quick_arms(quick: bool) -> list[tuple[str, ExperimentSpec, int]]:
+def quick_arms(quick: bool) -> list[tuple[str, ExperimentSpec, int]]:
     """(label, experiment, seeds) of every distinct training shape among the claims' quick-scale
     arms (family members that differ only in the operation share one entry)."""
     out, seen = [], set()
@@ -183,7 +183,7 @@ def eval_share(quick: bool, repeats: int) -> float:
     arms (1 thread, as in a Ray worker); the largest is returned."""
     torch.set_num_threads(1)
     worst = 0.0
-    for label, exp, n in _quick_arms(quick):
+    for label, exp, n in quick_arms(quick):
         tr = exp.training
         with SeedTrainer(exp, list(range(n))) as trainer:
             trainer.train(3)

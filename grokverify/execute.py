@@ -50,6 +50,7 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
     common = {
         "experiment": exp.model_dump(mode="json"), "code_version": code_version(),
         "device": device, "device_name": device_name(device), "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "host": platform.node(), "threads": threads, "chunk_seeds": list(seeds),
         "chunk_wall_s": round(wall, 3), "created": created,
     }

@@ -70,6 +70,21 @@ def test_records_hold_the_trained_curves(tmp_path: Path, tiny_claim: Path) -> No
         assert res["steps"][0] == 0 and len(res["steps"]) == len(res["val_acc"])
 
 
+def test_results_do_not_depend_on_the_chunk_size(tmp_path: Path, tiny_claim: Path) -> None:
+    """Seeds trained one per trial or all in one batch: the same records to the last bit (on a
+    CPU), hence the same verdict, CI and p-value."""
+    loaded = load_claim(tiny_claim)
+    runs, results = [], []
+    for chunk in (1, 16):
+        base = tmp_path / f"chunk{chunk}"
+        (run,) = run_claims([loaded], _opts(base, chunk_size=chunk), QUIET)
+        runs.append(run)
+        store = Store(base / "store")
+        results.append({key: store.get(key)["result"] for plan in run.plans for key in plan.keys})
+    assert results[0] == results[1] and len(results[0]) == 6
+    assert runs[0].result.to_dict() == runs[1].result.to_dict()
+
+
 def test_changing_a_setting_trains_afresh(tmp_path: Path, tiny_claim: Path) -> None:
     run_claims([load_claim(tiny_claim)], _opts(tmp_path, seeds=1), QUIET)
     changed = tmp_path / "changed.yaml"

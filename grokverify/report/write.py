@@ -32,6 +32,13 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]]) -> list[dic
     return [{"member": member, "arm": arm, **rec["result"]["summary"]} for rec in records]
 
 
+def _device(record: dict[str, Any]) -> str:
+    """Where a record was trained; the CPU's kernel set (AVX2, AVX512, ...) is named because
+    CPU results are bit-identical only among machines that use the same one."""
+    kernels = record.get("cpu_capability")
+    return f"{record['device']} ({record['device_name']}" + (f", {kernels})" if kernels else ")")
+
+
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
                  opts: RunOptions, device: str) -> dict[str, Any]:
     loaded, claim = run.loaded, run.loaded.claim
@@ -41,7 +48,7 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
     devices: set[str] = set()
     for plan in run.plans:
         records = records_by_arm[_label(plan.member, plan.arm)]
-        devices.update(f"{r['device']} ({r['device_name']})" for r in records if r)
+        devices.update(_device(r) for r in records if r)
         rows = _seed_rows(plan.member, plan.arm, [r for r in records if r])
         per_seed.extend(rows)
         arms[_label(plan.member, plan.arm)] = {
