@@ -17,7 +17,7 @@ run, repeats interleaved, medians reported:
     shapes, including the first layer's input gradient that the embeddings need), two threads,
     the faster of one 2-thread bmm and two 1-thread workers on K/2 seeds each.
 (c') for p = 97 also the roof of the engine's own matmuls: its first layer skips the columns of
-    the constant op and "=" tokens (models._OperandLinear, exact), so it does 42% fewer matmul
+    the constant op and "=" tokens (models._OperandLinearReLU, exact), so it does 42% fewer matmul
     FLOPs than (c) and can run as fast as (c) or faster. `p97_roof_fraction` on the last line is
     (b)'s share of (c'), the real bound on (b); its share of (c) is printed above it.
 

@@ -196,18 +196,21 @@ class BatchedModel(nn.Module):
         return {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
 
 
-class _OperandLinear(torch.autograd.Function):
-    """Paper 1's first layer, x @ W1 + b1 with x = [E[a], E[op], E[b], E[=]], computed without
-    the matmul work of the two constant tokens.
+class _OperandLinearReLU(torch.autograd.Function):
+    """Paper 1's first layer and its ReLU, relu(x @ W1 + b1) with x = [E[a], E[op], E[b], E[=]],
+    computed without the matmul work of the two constant tokens.
 
     The op and "=" rows are the same in every example, so their part of x @ W1 is one vector
-    per seed, folded into the bias: h = [E[a], E[b]] @ W1[a, b rows] + (E[op] @ W1[op rows] +
+    per seed, folded into the bias: [E[a], E[b]] @ W1[a, b rows] + (E[op] @ W1[op rows] +
     E[=] @ W1[= rows] + b1). Backward likewise: their weight gradient is an outer product with
     the batch sum of the output gradient, and their input gradient a matrix-vector product.
     The same function and gradients as the plain layer (up to float rounding: sums are ordered
     differently) with the forward, input-gradient and weight-gradient matmuls half as wide.
     W1 is stored with its rows in the order [a, b, op, =] (see `EmbedMLP`), so both halves are
-    views and the weight gradient is written in place.
+    views and the weight gradient is written in place. Bias and ReLU are one in-place pass
+    over the fresh matmul output, and the ReLU's backward runs in place on the incoming
+    gradient (which the next layer's backward has just allocated and nothing else holds): on a
+    CPU these (S, B, H) passes are memory-bound, and each fresh buffer costs cache misses.
     """
 
     @staticmethod
@@ -215,18 +218,23 @@ class _OperandLinear(torch.autograd.Function):
                 w1: Tensor, b1: Tensor) -> Tensor:
         s, two_d = x_ab.shape[0], x_ab.shape[2]
         bias = torch.baddbmm(b1, e_const.reshape(s, 1, two_d), w1[:, two_d:])
-        ctx.save_for_backward(x_ab, e_const, w1)
-        return torch.baddbmm(bias, x_ab, w1[:, :two_d])
+        h = torch.ops.aten._add_relu_(torch.bmm(x_ab, w1[:, :two_d]), bias)  # one pass
+        ctx.save_for_backward(x_ab, e_const, w1, h)
+        return h
 
     @staticmethod
     def backward(ctx: torch.autograd.function.FunctionCtx,  # type: ignore[override]
                  grad: Tensor) -> tuple[Tensor | None, ...]:
-        x_ab, e_const, w1 = ctx.saved_tensors  # type: ignore[attr-defined]
+        x_ab, e_const, w1, h = ctx.saved_tensors  # type: ignore[attr-defined]
         s, two_d = x_ab.shape[0], x_ab.shape[2]
+        if grad.is_contiguous() and not grad.requires_grad:
+            grad = torch.ops.aten.threshold_backward.grad_input(grad, h, 0.0, grad_input=grad)
+        else:
+            grad = torch.ops.aten.threshold_backward(grad, h, 0.0)
         grad_sum = grad.sum(dim=1, keepdim=True)  # (S, 1, H): also the bias gradient
         g_w1 = grad.new_empty(w1.shape)
         torch.bmm(x_ab.transpose(1, 2), grad, out=g_w1[:, :two_d])
-        torch.bmm(e_const.reshape(s, two_d, 1), grad_sum, out=g_w1[:, two_d:])
+        torch.mul(e_const.reshape(s, two_d, 1), grad_sum, out=g_w1[:, two_d:])  # outer product
         g_x = torch.bmm(grad, w1[:, :two_d].transpose(1, 2)) if ctx.needs_input_grad[0] \
             else None
         g_e = torch.bmm(grad_sum, w1[:, two_d:].transpose(1, 2)).view_as(e_const) \
@@ -244,7 +252,7 @@ def _reorder_w1(w1: Tensor) -> Tensor:
 
 
 class EmbedMLP(BatchedModel):
-    """W1 (4d, H) is stored with its row blocks in the order [a, b, op, =] (`_OperandLinear`);
+    """W1 (4d, H) is stored with its row blocks in the order [a, b, op, =] (`_OperandLinearReLU`);
     it is drawn in nn.Linear's order [a, op, b, =] and reordered, so the weights are the same."""
 
     spec_class = EmbedMLPSpec
@@ -259,7 +267,7 @@ class EmbedMLP(BatchedModel):
 
     def encode(self, a: Tensor, b: Tensor) -> Tensor:
         """Rows of the flattened (S * vocab, d) table: (..., S, B, 2) for the operands a, b
-        (the op and "=" tokens are the same in every example: see `_OperandLinear`)."""
+        (the op and "=" tokens are the same in every example: see `_OperandLinearReLU`)."""
         return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.vocab) \
             .to(a.device)
 
@@ -268,8 +276,8 @@ class EmbedMLP(BatchedModel):
         p, emb = self.shape.p, self.param("E")
         table = emb.reshape(s * self.shape.vocab, -1)
         x_ab = torch.index_select(table, 0, x.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
-        h = _OperandLinear.apply(x_ab, emb[:, p:p + 2], self.param("W1"), self.param("b1"))
-        return _affine(h.relu_(), self.param("W2"), self.param("b2"))
+        h = _OperandLinearReLU.apply(x_ab, emb[:, p:p + 2], self.param("W1"), self.param("b1"))
+        return _affine(h, self.param("W2"), self.param("b2"))
 
 
 class ScalarMLP(BatchedModel):

@@ -112,7 +112,7 @@ def test_shards_on_two_workers_equal_one_batch() -> None:
 
 def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
     """EmbedMLP folds the constant op and "=" tokens' part of the first layer into its bias
-    (models._OperandLinear): outputs and every gradient equal nn.Linear over [a, op, b, =]."""
+    (models._OperandLinearReLU): outputs and every gradient equal nn.Linear over [a, op, b, =]."""
     shape = DataShape(p=5, vocab=7, n_classes=5)
     model = build_model(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6), shape, [0, 1]).double()
     gen = torch.Generator().manual_seed(0)
