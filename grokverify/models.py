@@ -23,7 +23,7 @@ from pydantic import Field
 from torch import Tensor, nn
 
 from grokverify.rng import torch_generator
-from grokverify.specbase import StrictModel
+from grokverify.specbase import Int, StrictModel
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class EmbedMLPSpec(StrictModel):
     """Paper 1: concatenated embeddings of [a, op, b, =] → Linear → ReLU → Linear."""
 
     kind: Literal["embed_mlp"]
-    d: int = Field(128, ge=1, description="embedding width")
-    hidden: int = Field(512, ge=1, description="hidden width (paper: 4d)")
+    d: Int = Field(128, ge=1, description="embedding width")
+    hidden: Int = Field(512, ge=1, description="hidden width (paper: 4d)")
     emb_init_std: float = Field(1.0, gt=0, description="std of the N(0, std²) embedding init")
 
 
@@ -51,18 +51,18 @@ class ScalarMLPSpec(StrictModel):
     """Paper 1's baseline: raw scalars [a, p, b, p+1], no embedding → Linear → ReLU → Linear."""
 
     kind: Literal["scalar_mlp"]
-    hidden: int = Field(512, ge=1)
+    hidden: Int = Field(512, ge=1)
 
 
 class ToySumSpec(StrictModel):
     """Paper 2's toy: Dec(E_a + E_b), decoder emb_dim → hidden → hidden → out with tanh."""
 
     kind: Literal["toy_sum"]
-    emb_dim: int = Field(1, ge=1)
-    hidden: int = Field(200, ge=1)
+    emb_dim: Int = Field(1, ge=1)
+    hidden: Int = Field(200, ge=1)
     init_scale: float = Field(1.0, gt=0, description="embeddings drawn from U[-s/2, s/2]")
     output: Literal["classification", "regression"] = "classification"
-    target_dim: int = Field(30, ge=1, description="regression: dimension of the random targets")
+    target_dim: Int = Field(30, ge=1, description="regression: dimension of the random targets")
 
 
 # ---------------------------------------------------------------- batched building blocks

@@ -14,12 +14,12 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from grokverify.models import MODELS
-from grokverify.specbase import StrictModel
+from grokverify.specbase import Int, StrictModel
 from grokverify.stats import CRITERIA
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
@@ -30,7 +30,7 @@ class TaskSpec(StrictModel):
     """An arithmetic task and how its pairs are split."""
 
     op: str = Field(description="operation: add, sub, mul, div, sq_sum")
-    p: int = Field(ge=2, description="operands are 0..p-1; the modulus when modular")
+    p: Int = Field(ge=2, description="operands are 0..p-1; the modulus when modular")
     modular: bool = Field(True, description="labels mod p; otherwise the raw result")
     unordered: bool = Field(False, description="keep only pairs a <= b (paper 2's toy)")
     train_frac: float = Field(gt=0, le=1, description="fraction of all pairs used for training")
@@ -42,7 +42,7 @@ class TaskSpec(StrictModel):
     split: str = Field("random",
                        description="how training pairs are drawn: random, uniform, skewed")
     skew: float = Field(3.0, gt=0, description="skewed split: weight exp(-skew * a / p)")
-    split_seed: int | None = Field(None, description="fix the split for every seed; null: per seed")
+    split_seed: Int | None = Field(None, description="fix the split for every seed; null: per seed")
 
     @field_validator("op")
     @classmethod
@@ -63,6 +63,11 @@ class TaskSpec(StrictModel):
                              f"{self.train_frac} + {self.test_frac}")
         if self.op == "div" and (not self.modular or not _is_prime(self.p)):
             raise ValueError("op 'div' needs modular: true and a prime p (modular inverse)")
+        from grokverify.tasks import split_sizes
+        n, n_train, n_val = split_sizes(self)
+        if n_train < 1 or n_val < 1:
+            raise ValueError(f"this split leaves {n_train} training and {n_val} validation "
+                             f"pairs of {n}; both need at least one (change train_frac/test_frac)")
         return self
 
 
@@ -91,21 +96,32 @@ class OptimizerSpec(StrictModel):
             raise ValueError(f"betas must lie in [0, 1), got {list(v)}")
         return v
 
+    # Settings of some optimizers only. Set for another one they are an error (not ignored);
+    # an arm that changes `name` drops the ones the new optimizer lacks (`deep_merge`).
+    ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = {
+        "betas": ("adam", "adamw"), "eps": ("adam", "adamw"),
+        "momentum": ("sgd",), "nesterov": ("sgd",)}
+
     @model_validator(mode="after")
     def _fields_apply(self) -> OptimizerSpec:
-        if self.name != "sgd" and (self.momentum or self.nesterov):
-            raise ValueError("momentum/nesterov apply to sgd only")
-        if self.name == "sgd" and self.betas is not None:
-            raise ValueError("betas apply to adam/adamw only")
+        for key, names in self.ONLY_FOR.items():
+            default = type(self).model_fields[key].default
+            if self.name not in names and getattr(self, key) != default:
+                raise ValueError(f"{key} applies to {'/'.join(names)} only, not {self.name}")
         if self.nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
         return self
 
+    @classmethod
+    def renamed(cls, base: dict[str, Any], name: Any) -> dict[str, Any]:
+        """`base` without the settings that optimizer `name` does not have."""
+        return {k: v for k, v in base.items() if name in cls.ONLY_FOR.get(k, (name,))}
+
 
 class TrainingSpec(StrictModel):
-    steps: int = Field(gt=0, description="training budget in optimizer steps")
-    batch_size: int | None = Field(None, gt=0, description="null: full batch")
-    eval_interval: int = Field(gt=0, description="steps between evaluations")
+    steps: Int = Field(gt=0, description="training budget in optimizer steps")
+    batch_size: Int | None = Field(None, gt=0, description="null: full batch")
+    eval_interval: Int = Field(gt=0, description="steps between evaluations")
     train_threshold: float = Field(0.99, ge=0, le=1, description="τ_train on train accuracy")
     val_threshold: float = Field(0.95, ge=0, le=1, description="τ_val on validation accuracy")
     early_stop: bool = Field(
@@ -177,9 +193,9 @@ class SeedsSpec(StrictModel):
     round whose verdict is SUPPORTED or REFUTED, each round's CI at the level an alpha-spending
     rule allows, so the overall error rates stay at the criterion's declared level."""
 
-    min: int = Field(ge=2)
-    max: int = Field(ge=2)
-    step: int = Field(ge=1)
+    min: Int = Field(ge=2)
+    max: Int = Field(ge=2)
+    step: Int = Field(ge=1)
     spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
 
     @model_validator(mode="after")
@@ -199,7 +215,7 @@ Seeds = int | SeedsSpec
 class ScaleSpec(StrictModel):
     description: str = Field(min_length=1)
     paper_setting: bool = Field(False, description="true only when this is the paper's setting")
-    seeds: Annotated[int, Field(ge=1)] | SeedsSpec | None = Field(
+    seeds: Annotated[Int, Field(ge=1)] | SeedsSpec | None = Field(
         None, description="seed count (or sequential rounds) at this scale")
     overrides: dict[str, Any] = Field(default_factory=dict, description="partial experiment")
     arms: dict[str, dict[str, Any]] = Field(default_factory=dict,
@@ -224,7 +240,7 @@ class Claim(StrictModel):
     arms: dict[str, dict[str, Any]] = Field(min_length=1,
                                             description="arm name -> partial experiment")
     scales: dict[str, ScaleSpec]
-    seeds: Annotated[int, Field(ge=1)] | SeedsSpec = Field(
+    seeds: Annotated[Int, Field(ge=1)] | SeedsSpec = Field(
         description="seeds 0..n-1 per arm, or {min, max, step} for sequential rounds")
     metric: MetricSpec
     criterion: CriterionSpec
@@ -244,9 +260,13 @@ class Claim(StrictModel):
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Override wins key by key; a `kind` change replaces the whole section (its fields differ)."""
+    """Override wins key by key. A model `kind` change replaces the whole section (its fields
+    differ); an optimizer `name` change keeps the shared settings (lr, weight decay, ...) and
+    drops those of the old optimizer only (adam's betas when switching to sgd)."""
     if "kind" in override and override.get("kind") != base.get("kind"):
         return copy.deepcopy(override)
+    if "name" in override and "name" in base and override["name"] != base["name"]:
+        base = OptimizerSpec.renamed(base, override["name"])
     out = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):

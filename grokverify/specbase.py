@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Strict
+
+# An integer written as one: YAML's true/false or 3.0 are refused, not read as 1 or 3.
+Int = Annotated[int, Strict()]
 
 
 class StrictModel(BaseModel):

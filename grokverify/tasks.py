@@ -111,18 +111,28 @@ SPLITS: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
+def split_sizes(task: TaskSpec) -> tuple[int, int, int]:
+    """(pairs, training pairs, validation pairs) of a task, the same for every seed; counted
+    without building the pairs (claims are checked with it when they load)."""
+    p = task.p
+    n = p * (p + 1) // 2 if task.unordered else p * p  # what `pairs_for` keeps ...
+    if task.op == "div":
+        n -= 1 if task.unordered else p  # ... less the pairs with b = 0
+    n_test = int(round(task.test_frac * n)) if task.test_frac is not None else 0
+    # Rounding both fractions can overshoot N by one (p=5, 0.7 + 0.3): cap at what is left.
+    n_train = min(int(round(task.train_frac * n)), n - n_test)
+    return n, n_train, n_test if task.test_frac is not None else n - n_train
+
+
 def build_dataset(task: TaskSpec, seed: int) -> Dataset:
     """The split depends only on the task spec and the split seed (the trial seed unless the
     task fixes `split_seed`), so two arms with the same task and seed see the same data."""
     a, b = pairs_for(task)
     y, n_classes = labels_for(task, a, b)
-    n = len(a)
+    n, n_train, n_test = split_sizes(task)
     split_seed = seed if task.split_seed is None else task.split_seed
     rng = numpy_rng(split_seed, "split", task.canonical())
     order = rng.permutation(n)
-    n_test = int(round(task.test_frac * n)) if task.test_frac is not None else 0
-    # Rounding both fractions can overshoot N by one (p=5, 0.7 + 0.3): cap at what is left.
-    n_train = min(int(round(task.train_frac * n)), n - n_test)
     if task.test_frac is None:
         # Paper 2's convention: train on a fraction, validate on every other pair.
         train_idx = SPLITS[task.split](task, order, a, n_train, rng, b)

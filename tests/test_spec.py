@@ -254,6 +254,12 @@ IMPOSSIBLE = [
     ("    op: add\n    p: 31", "    op: div\n    p: 30", "  task:", "base.task",
      ["'div'", "prime"]),
     ("    modular: true", "    modular: maybe", "modular:", "base.task.modular", ["bool"]),
+    ("    momentum: 0.9\n", "    momentum: 0.9\n    betas: [0.9, 0.98]\n", "  optimizer:",
+     "base.optimizer", ["betas applies to adam/adamw only, not sgd"]),
+    ("    name: sgd\n", "    name: adamw\n", "  optimizer:", "base.optimizer",
+     ["momentum applies to sgd only, not adamw"]),
+    ("    train_frac: 0.5\n", "    train_frac: 0.0001\n", "  task:", "base.task",
+     ["0 training and 192 validation pairs of 961"]),
 ]
 
 
@@ -549,6 +555,22 @@ def test_deep_merge_does_not_mutate_inputs() -> None:
 def test_deep_merge_kind_change_replaces_section() -> None:
     assert deep_merge({"kind": "a", "d": 1}, {"kind": "b", "e": 2}) == {"kind": "b", "e": 2}
     assert deep_merge({"kind": "a", "d": 1}, {"kind": "a", "e": 2}) == {"kind": "a", "d": 1, "e": 2}
+
+
+def test_arm_switching_optimizer_drops_the_old_optimizers_own_settings(tmp_path: Path) -> None:
+    """An adam base with betas and an arm that switches to sgd: the arm is plain sgd with the
+    base's shared settings (lr, weight decay), not an error about adam's betas."""
+    text = edit(CLAIM, ("    name: sgd\n    lr: 0.1\n    momentum: 0.9\n",
+                        "    name: adam\n    lr: 0.1\n    betas: [0.9, 0.98]\n"),
+                ("  c1:\n    optimizer:\n", "  c1:\n    optimizer:\n      name: sgd\n"
+                                            "      momentum: 0.5\n"))
+    arms = load_claim(write(tmp_path, text)).resolved["paper"]
+    sgd, adam = arms["c1"].optimizer, arms["c10"].optimizer
+    assert (sgd.name, sgd.lr, sgd.weight_decay, sgd.momentum, sgd.betas) == \
+        ("sgd", 0.1, 0.001, 0.5, None)
+    assert (adam.name, adam.betas, adam.momentum) == ("adam", (0.9, 0.98), 0.0)
+    assert deep_merge({"name": "adam", "lr": 1, "eps": 1e-6}, {"name": "sgd"}) == \
+        {"name": "sgd", "lr": 1}
 
 
 def test_arm_override_changes_only_named_fields(tmp_path: Path) -> None:

@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from grokverify.spec import TaskSpec
-from grokverify.tasks import OPS, SPLITS, Dataset, build_dataset, labels_for, pairs_for
+from grokverify.tasks import (
+    OPS,
+    SPLITS,
+    Dataset,
+    build_dataset,
+    labels_for,
+    pairs_for,
+    split_sizes,
+)
 
 
 def task(**kw: object) -> TaskSpec:
@@ -118,7 +126,7 @@ SPLIT_CASES = [
     dict(p=23, train_frac=0.8, test_frac=0.2),
     dict(p=10, modular=False, unordered=True, train_frac=0.5),
     dict(p=13, op="div", train_frac=0.45, test_frac=0.1),
-    dict(p=17, train_frac=1.0, test_frac=None),
+    dict(p=17, train_frac=0.99, test_frac=None),
     dict(p=17, train_frac=0.05, test_frac=0.95),
 ]
 
@@ -140,6 +148,24 @@ def test_split_sizes_and_disjoint(case: dict[str, object], split: str) -> None:
             assert train | val == set(range(n)), "validation = every non-training pair"
         else:
             assert len(d.val_idx) == round(t.test_frac * n)
+
+
+@pytest.mark.parametrize("unordered", [False, True])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_split_sizes_are_counted_without_building_the_pairs(op: str, unordered: bool) -> None:
+    t = task(op=op, p=11, unordered=unordered, train_frac=0.4, test_frac=0.3)
+    d = build_dataset(t, 0)
+    assert split_sizes(t) == (len(pairs_for(t)[0]), len(d.train_idx), len(d.val_idx))
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"train_frac": 1.0}, "0 validation pairs of 49"),
+    ({"train_frac": 0.01}, "0 training and 49 validation pairs"),
+    ({"train_frac": 0.5, "test_frac": 0.01}, "0 validation pairs"),
+])
+def test_a_split_with_nothing_to_train_or_validate_on_is_refused(kw: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        task(**kw)
 
 
 @pytest.mark.parametrize("split", sorted(SPLITS))

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.stats import binom
 
 from grokverify import verdict as verdict_rules
+from grokverify.specbase import Int
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
 from grokverify.stats.common import (
     STATISTIC_WORDS,
@@ -82,8 +83,8 @@ class ScalarCompareParams(BaseModel):
     direction: Literal["less", "greater"]
     min_effect: float | None = Field(None, ge=0)
     ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: int = Field(2000, ge=100)
-    bootstrap_seed: int = 0
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
     censored: CensoredPolicy = "as_budget"
 
     @model_validator(mode="after")
@@ -175,8 +176,8 @@ class ValueParams(BaseModel):
     tol: float = Field(ge=0)
     statistic: Literal["mean", "median"] = "mean"
     ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: int = Field(2000, ge=100)
-    bootstrap_seed: int = 0
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
     censored: CensoredPolicy = "refuse"
 
     @model_validator(mode="after")

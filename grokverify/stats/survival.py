@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
 from grokverify import verdict as verdict_rules
+from grokverify.specbase import Int
 from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult, Verdict
 
 Effect = Literal["ratio", "difference"]
@@ -238,8 +239,8 @@ class SurvivalCompareParams(BaseModel):
     direction: Literal["less", "greater"]
     min_effect: float = Field(ge=0)
     ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: int = Field(2000, ge=100)
-    bootstrap_seed: int = 0
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
 
     @model_validator(mode="after")
     def _check(self) -> SurvivalCompareParams:
