@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from grokverify.atomic import write_atomic
 from grokverify.spec import ExperimentSpec
 
 STALE_AFTER_S = 6 * 3600  # a lock from another host older than this is taken over
@@ -133,21 +134,9 @@ class Store:
         body = json.dumps({**record, "key": key}, sort_keys=True, allow_nan=False)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
+            write_atomic(path, body, fsync=True)
         except OSError as exc:
             raise StoreError(f"cannot write record {path}: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            raise StoreError(f"cannot write record {path}: {exc.strerror or exc}") from None
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return path
 
 

@@ -145,3 +145,22 @@ def test_a_failed_write_leaves_no_partial_record(tmp_path: Path,
         store.put("ab" * 32, {"x": 1})
     assert list((tmp_path / "store").rglob("*")) == [tmp_path / "store" / "records",
                                                      tmp_path / "store" / "records" / "ab"]
+
+
+def test_records_and_reports_get_ordinary_file_permissions(tmp_path: Path,
+                                                            tiny_claim: Path) -> None:
+    """Atomic writes go through mkstemp (mode 0600); the renamed files must get what open()
+    gives under the umask, or a store or report shared on a cluster is unreadable to others."""
+    mask = os.umask(0o022)
+    try:
+        store = Store(tmp_path / "store")
+        record = store.put("cd" * 32, {"x": 1})
+        assert main(["run", str(tiny_claim), "--executor", "local", "--seeds", "1",
+                     "--store", str(tmp_path / "s2"), "--reports", str(tmp_path / "r")]) == 0
+    finally:
+        os.umask(mask)
+    written = [record, *sorted((tmp_path / "r").rglob("*.json")),
+               *sorted((tmp_path / "r").rglob("*.md"))]
+    assert len(written) >= 3
+    for path in written:
+        assert path.stat().st_mode & 0o777 == 0o644, path

@@ -7,12 +7,11 @@ diff verdicts without parsing markdown.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grokverify.atomic import write_atomic
 from grokverify.metrics import DESCRIPTIONS
 from grokverify.report.figures import plot_curves, plot_survival
 from grokverify.report.markdown import render_markdown
@@ -89,13 +88,6 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
     })
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
 def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> Path:
     out = opts.reports / run.loaded.claim.id
     out.mkdir(parents=True, exist_ok=True)
@@ -108,6 +100,6 @@ def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
         "survival": plot_survival(samples, run.loaded.claim.metric.name, out / "survival.png"),
     }
     result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
-    _atomic_write(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")
-    _atomic_write(out / "report.md", render_markdown(result))
+    write_atomic(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")
+    write_atomic(out / "report.md", render_markdown(result))
     return out

@@ -1,0 +1,35 @@
+"""Files written whole or not at all: a temporary file in the same directory, renamed into place."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# Read once at import (os.umask can only be read by setting it): new files get the permissions
+# an ordinary open() would give them (mkstemp's own 0600 would hide shared stores and reports
+# from the other users of a cluster).
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def write_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
+    """Write `text` to `path` atomically; on any error nothing is left behind (OSError raised)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            os.fchmod(fh.fileno(), _FILE_MODE)
+            fh.write(text)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
