@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="existing Ray cluster (host:port or ray://host:port)")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
     run.add_argument("--chunk-size", type=int, default=16, help="seeds per trial (default 16)")
-    run.add_argument("--cpus-per-task", type=int, default=1)
+    run.add_argument("--cpus-per-task", type=int, default=1,
+                     help="CPU threads per trial (Ray task, or the local executor's one "
+                          "process); each thread trains its own shard of the trial's seeds")
     run.add_argument("--gpus-per-task", type=float, default=1.0)
 
     val = sub.add_parser("validate", help="check claim files without running them")

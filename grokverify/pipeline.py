@@ -88,7 +88,7 @@ def _device_for(opts: RunOptions) -> str:
 
 def _make_executor(opts: RunOptions, device: str) -> Executor:
     if opts.executor == "local":
-        return EXECUTORS["local"](device=device)
+        return EXECUTORS["local"](device=device, threads=opts.cpus_per_task)
     return EXECUTORS["ray"](address=opts.address, device=device,
                             cpus_per_task=opts.cpus_per_task, gpus_per_task=opts.gpus_per_task)
 
@@ -244,6 +244,20 @@ def _round_record(run: ClaimRun, n: int, level: float | None) -> dict[str, Any]:
     return out
 
 
+def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
+                             console: Console) -> None:
+    """The papers' settings are sized for GPUs: on a CPU they take days, so say so up front
+    (the run goes ahead: finished seeds are stored, and it can be stopped and resumed)."""
+    if not device.startswith("cpu"):
+        return
+    for loaded in claims:
+        if loaded.claim.scales[scale].paper_setting:
+            console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: scale {scale!r} is the "
+                          f"paper's setting and is sized for GPUs; on this CPU it may take days "
+                          f"(the progress bar's ETA says). Use --address with a GPU cluster, or "
+                          f"--scale quick.")
+
+
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:
     """Fixed-seed claims run in one round; sequential ones add rounds until decided. Every
     round trains what all still-open claims need together, on one executor."""
@@ -252,6 +266,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
                                  f"{sorted(loaded.claim.scales)}")
     device = _device_for(opts)
+    _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
     store = Store(opts.store)
     start = time.perf_counter()
     runs = [ClaimRun(loaded, opts.scale, [], schedule=schedule(loaded, opts.scale, opts.seeds))

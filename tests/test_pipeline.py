@@ -111,6 +111,22 @@ def test_unknown_scale_fails_cleanly(tmp_path: Path, tiny_claim: Path,
     assert "no scale 'paper'" in capsys.readouterr().out
 
 
+def test_paper_scale_on_a_cpu_warns_before_training(tmp_path: Path, tiny_claim: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    text = tiny_claim.read_text().replace(
+        "    description: test scale\n",
+        "    description: test scale\n  paper:\n    description: the paper's\n"
+        "    paper_setting: true\n")
+    claim = tmp_path / "tiny_paper.yaml"
+    claim.write_text(text)
+    for scale, warned in (("quick", False), ("paper", True)):
+        assert main(["run", str(claim), "--executor", "local", "--device", "cpu", "--seeds", "1",
+                     "--scale", scale, "--store", str(tmp_path / "s"),
+                     "--reports", str(tmp_path / "r")]) == 0
+        out = capsys.readouterr().out
+        assert ("paper's setting and is sized for GPUs" in out) is warned, out
+
+
 @pytest.mark.ray
 def test_ray_run_matches_local_run(tmp_path: Path, tiny_claim: Path) -> None:
     loaded = load_claim(tiny_claim)

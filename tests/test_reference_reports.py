@@ -1,0 +1,54 @@
+"""The committed reference reports (reports/reference/quick) are reproduced bit for bit.
+
+Training on a CPU is deterministic (docs/determinism.md), so rerunning a claim's quick scale
+must give the same per-seed figures, estimate, CI, p-value and verdict. A change to the training
+code or the statistics that moves any of them fails here; if the change is meant to, regenerate
+the references (reports/README.md). Slow (the four quick claims, ~5 min on 2 cores): run with
+`pytest --slow`. Skipped where torch or the CPU kernel set differs from the references'.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+
+from grokverify.pipeline import RunOptions, run_claims
+from grokverify.spec import load_claim
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO / "reports" / "reference" / "quick"
+CLAIMS = sorted(p.name for p in REFERENCE.iterdir() if (p / "result.json").is_file())
+
+
+def _comparable(result: dict) -> dict:
+    """What a rerun must reproduce: not the store keys (they hash the code version) nor the
+    provenance (times, hosts)."""
+    arms = {name: {k: v for k, v in arm.items() if k != "store_keys"}
+            for name, arm in result["arms"].items()}
+    return {"arms": arms, **{k: result[k] for k in
+                             ("verdict", "reason", "result", "family", "per_seed", "sequential")}}
+
+
+def test_every_shipped_claim_has_a_reference_report() -> None:
+    assert sorted(p.stem for p in (REPO / "claims").glob("*.yaml")) == CLAIMS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", CLAIMS)
+def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
+    ref = json.loads((REFERENCE / claim_id / "result.json").read_text())
+    kernels = torch.backends.cpu.get_cpu_capability()
+    if ref["provenance"]["packages"]["torch"] != torch.__version__ or \
+            not all(kernels in device for device in ref["provenance"]["device"]):
+        pytest.skip(f"references made with torch {ref['provenance']['packages']['torch']} on "
+                    f"{ref['provenance']['device']}; here torch {torch.__version__}, {kernels}")
+    opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
+                      device="cpu", cpus_per_task=min(2, os.cpu_count() or 1))
+    run_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))
+    got = json.loads((tmp_path / "reports" / claim_id / "result.json").read_text())
+    assert _comparable(got) == _comparable(ref)
