@@ -24,7 +24,8 @@ run, repeats interleaved, medians reported:
 Timed: the training steps only (construction and evaluation excluded, for (a) and (b) alike).
 Figures are model-steps/s = seeds x steps / s. Also measured: the share of evaluation in a run
 at the claims' quick scales (claims/*.yaml: eval every 100 steps, batch 128, p = 31), 1 thread
-as in a Ray worker. The last line is `toy_speedup=... p97_speedup=... p97_roof_fraction=...`.
+as in a Ray worker. The last line is `toy_speedup=... p97_speedup=... p97_roof_fraction=...
+p97_shape_roof_fraction=...`, the last being (b)'s share of (c).
 """
 
 from __future__ import annotations
@@ -247,12 +248,14 @@ def main(argv: list[str] | None = None) -> int:
               + (f" (of its own matmuls' roof (c'): {own:.2f})" if w.engine_matmuls else ""))
         summary[f"{w.name}_speedup"] = speedup
         summary[f"{w.name}_roof_fraction"] = own
+        summary[f"{w.name}_shape_roof_fraction"] = share
     print("evaluation share at the claims' quick scales:")
     summary["eval_share"] = eval_share(args.quick, repeats)
     print(f"eval_share={summary['eval_share']:.3f}")
     torch.set_num_threads(threads0)
     print(f"toy_speedup={summary['toy_speedup']:.2f} p97_speedup={summary['p97_speedup']:.2f} "
-          f"p97_roof_fraction={summary['p97_roof_fraction']:.2f}")
+          f"p97_roof_fraction={summary['p97_roof_fraction']:.2f} "
+          f"p97_shape_roof_fraction={summary['p97_shape_roof_fraction']:.2f}")
     return 0
 
 
