@@ -71,7 +71,11 @@ def _build(node: yaml.Node, path: Path_, lines: LineMap, file: str,
     _open = _open | {id(node)}
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                _merge_into(merged, value_node, path, lines, file, _open)
+                continue
             key = _build(key_node, (*path, "<key>"), LineMap(), file)
             if not isinstance(key, str | int | float | bool):
                 raise SpecError([Problem(file, key_node.start_mark.line + 1, dotted(path),
@@ -84,11 +88,30 @@ def _build(node: yaml.Node, path: Path_, lines: LineMap, file: str,
                     f"{lines.lines[(*path, key)]}); each key may appear once")])
             lines.lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _build(value_node, (*path, key), lines, file, _open)
-        return out
+        return {**{k: v for k, v in merged.items() if k not in out}, **out}
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*path, i), lines, file, _open)
                 for i, item in enumerate(node.value)]
     return _scalar(node)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _merge_into(merged: dict[Any, Any], value_node: yaml.Node, path: Path_, lines: LineMap,
+                file: str, _open: frozenset[int]) -> None:
+    """A YAML merge key (`<<: *anchor` or `<<: [*a, *b]`): the anchored mappings' keys, shallow,
+    under the keys written in the mapping itself; earlier mappings in a list win. Their lines
+    are where the anchored values are written."""
+    sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    for source in reversed(sources):
+        if not isinstance(source, yaml.MappingNode):
+            raise SpecError([Problem(file, source.start_mark.line + 1, dotted(path),
+                                     "'<<' (YAML merge) takes a mapping or a list of mappings")])
+        probe = LineMap()
+        merged.update(_build(source, path, probe, file, _open))
+        for key_path, line in probe.lines.items():
+            lines.lines.setdefault(key_path, line)
 
 
 _SCALAR_LOADER = yaml.SafeLoader("")

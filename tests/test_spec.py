@@ -484,6 +484,40 @@ def test_duplicate_key_in_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert f"first defined on line {line_no(text, 'emb_lr_mult: 10')}" in err
 
 
+MERGED_ARMS = ("arms:\n  c1:\n    optimizer:\n      emb_lr_mult: 1\n  c10:\n    optimizer:\n"
+                "      emb_lr_mult: 10\n",
+                "arms:\n  c1: &shared\n    optimizer:\n      emb_lr_mult: 1\n    training:\n"
+                "      steps: 900\n  c10:\n    <<: *shared\n    optimizer:\n"
+                "      emb_lr_mult: 10\n")
+
+
+def test_yaml_merge_keys_share_settings_between_arms(tmp_path: Path) -> None:
+    """`<<: *anchor` (YAML merge) copies the anchored mapping's keys, shallowly; keys written in
+    the mapping itself win."""
+    arms = load_claim(write(tmp_path, edit(CLAIM, MERGED_ARMS))).resolved["paper"]
+    assert (arms["c1"].optimizer.emb_lr_mult, arms["c1"].training.steps) == (1, 900)
+    assert (arms["c10"].optimizer.emb_lr_mult, arms["c10"].training.steps) == (10, 900)
+
+
+def test_error_inside_a_merged_anchor_points_at_the_anchor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = edit(CLAIM, MERGED_ARMS, ("      steps: 900\n", "      steps: -9\n"))
+    path = write(tmp_path, text)
+    rc, _, err = validate(capsys, path)
+    assert rc == 2
+    line = line_no(text, "steps: -9")
+    assert f"{path}:{line}: arms.c1.training.steps:" in err
+    assert f"{path}:{line}: arms.c10.training.steps:" in err  # the same line, via the merge
+
+
+def test_merge_key_needs_a_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = edit(CLAIM, ("  c10:\n    optimizer:\n", "  c10:\n    <<: 3\n    optimizer:\n"))
+    path = write(tmp_path, text)
+    rc, _, err = validate(capsys, path)
+    assert rc == 2
+    assert err.startswith(f"{path}:{line_no(text, '<<: 3')}: arms.c10: '<<' (YAML merge) takes")
+
+
 def test_non_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(edit(CLAIM, ("title: A test claim", "title: A caf\xe9 claim"))
