@@ -13,6 +13,7 @@ import difflib
 import re
 import types
 import typing
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -492,6 +493,8 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
                 message += f" (got a {_kind(got)})" if err["type"].endswith("_type") else ""
             elif repr(got) not in message:
                 message += f" (got {got!r})"
+            if err["type"] == "string_type" and isinstance(got, int | float | bool | date):
+                message += "; YAML read it as a number, boolean or date: put it in quotes"
         shown_path = (*prefix, *path)
         line = lines.line_of(shown_path)
         for source in sources or []:
