@@ -196,9 +196,36 @@ class BatchedModel(nn.Module):
         return {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
 
 
+def _relu_backward(grad: Tensor, h: Tensor) -> Tensor:
+    """The ReLU's backward, in place on the incoming gradient when that is a fresh buffer (the
+    next layer's backward has just allocated it and nothing else holds it): on a CPU these
+    (S, B, H) passes are memory-bound, and each fresh buffer costs cache misses."""
+    if grad.is_contiguous() and not grad.requires_grad:
+        return torch.ops.aten.threshold_backward.grad_input(grad, h, 0.0, grad_input=grad)
+    return torch.ops.aten.threshold_backward(grad, h, 0.0)
+
+
+def _const_bias(e_const: Tensor, w1: Tensor, b1: Tensor) -> Tensor:
+    """(S, 1, H): b1 plus the op and "=" tokens' part of x @ W1, the same in every example."""
+    s, _, d = e_const.shape
+    return torch.baddbmm(b1, e_const.reshape(s, 1, 2 * d), w1[:, 2 * d:])
+
+
+def _const_grads(e_const: Tensor, w1: Tensor, grad_sum: Tensor, g_w1: Tensor,
+                 needs_e: bool) -> Tensor | None:
+    """The constant tokens' weight gradient (an outer product with the batch sum of the output
+    gradient, written into g_w1) and their embedding gradient (a matrix-vector product)."""
+    s, _, d = e_const.shape
+    torch.mul(e_const.reshape(s, 2 * d, 1), grad_sum, out=g_w1[:, 2 * d:])
+    if not needs_e:
+        return None
+    return torch.bmm(grad_sum, w1[:, 2 * d:].transpose(1, 2)).view_as(e_const)
+
+
 class _OperandLinearReLU(torch.autograd.Function):
     """Paper 1's first layer and its ReLU, relu(x @ W1 + b1) with x = [E[a], E[op], E[b], E[=]],
-    computed without the matmul work of the two constant tokens.
+    computed without the matmul work of the two constant tokens (used for batches of fewer
+    rows than operand values; `_OperandTableReLU` otherwise).
 
     The op and "=" rows are the same in every example, so their part of x @ W1 is one vector
     per seed, folded into the bias: [E[a], E[b]] @ W1[a, b rows] + (E[op] @ W1[op rows] +
@@ -208,16 +235,14 @@ class _OperandLinearReLU(torch.autograd.Function):
     differently) with the forward, input-gradient and weight-gradient matmuls half as wide.
     W1 is stored with its rows in the order [a, b, op, =] (see `EmbedMLP`), so both halves are
     views and the weight gradient is written in place. Bias and ReLU are one in-place pass
-    over the fresh matmul output, and the ReLU's backward runs in place on the incoming
-    gradient (which the next layer's backward has just allocated and nothing else holds): on a
-    CPU these (S, B, H) passes are memory-bound, and each fresh buffer costs cache misses.
+    over the fresh matmul output.
     """
 
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, x_ab: Tensor, e_const: Tensor,
                 w1: Tensor, b1: Tensor) -> Tensor:
-        s, two_d = x_ab.shape[0], x_ab.shape[2]
-        bias = torch.baddbmm(b1, e_const.reshape(s, 1, two_d), w1[:, two_d:])
+        two_d = x_ab.shape[2]
+        bias = _const_bias(e_const, w1, b1)
         h = torch.ops.aten._add_relu_(torch.bmm(x_ab, w1[:, :two_d]), bias)  # one pass
         ctx.save_for_backward(x_ab, e_const, w1, h)
         return h
@@ -226,20 +251,69 @@ class _OperandLinearReLU(torch.autograd.Function):
     def backward(ctx: torch.autograd.function.FunctionCtx,  # type: ignore[override]
                  grad: Tensor) -> tuple[Tensor | None, ...]:
         x_ab, e_const, w1, h = ctx.saved_tensors  # type: ignore[attr-defined]
-        s, two_d = x_ab.shape[0], x_ab.shape[2]
-        if grad.is_contiguous() and not grad.requires_grad:
-            grad = torch.ops.aten.threshold_backward.grad_input(grad, h, 0.0, grad_input=grad)
-        else:
-            grad = torch.ops.aten.threshold_backward(grad, h, 0.0)
+        two_d = x_ab.shape[2]
+        grad = _relu_backward(grad, h)
         grad_sum = grad.sum(dim=1, keepdim=True)  # (S, 1, H): also the bias gradient
         g_w1 = grad.new_empty(w1.shape)
         torch.bmm(x_ab.transpose(1, 2), grad, out=g_w1[:, :two_d])
-        torch.mul(e_const.reshape(s, two_d, 1), grad_sum, out=g_w1[:, two_d:])  # outer product
+        g_e = _const_grads(e_const, w1, grad_sum, g_w1, ctx.needs_input_grad[1])
         g_x = torch.bmm(grad, w1[:, :two_d].transpose(1, 2)) if ctx.needs_input_grad[0] \
             else None
-        g_e = torch.bmm(grad_sum, w1[:, two_d:].transpose(1, 2)).view_as(e_const) \
-            if ctx.needs_input_grad[1] else None
         return g_x, g_e, g_w1, grad_sum
+
+
+class _OperandTableReLU(torch.autograd.Function):
+    """The same layer as `_OperandLinearReLU` for batches of at least p rows, as lookups.
+
+    An operand takes only p values, so E[a] @ W1[a rows] is a row of the (p, H) table
+    Ta = E[:p] @ W1[a rows], and likewise Tb for b: relu(x @ W1 + b1) = relu(Ta'[a] + Tb[b])
+    with the bias and the constant tokens folded into Ta'. Building the tables costs
+    2 p d H multiply-adds per seed instead of the batch's B 2d H, and the lookup-and-sum is one
+    memory pass (`embedding_bag`). Backward: the output gradient's rows are summed into the
+    tables' rows (index_add), then the weight and embedding gradients are (p, H) matmuls, and
+    the bias gradient is the sum of Ta's gradient rows (each example adds to exactly one).
+    `rows` (S * B, 2) holds each example's rows of the stacked (S * 2p, H) tables.
+    """
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, emb: Tensor, w1: Tensor, b1: Tensor,
+                rows: Tensor, p: int) -> Tensor:
+        s, _, d = emb.shape
+        e_ops = emb[:, :p]
+        bias = _const_bias(emb[:, p:p + 2], w1, b1)
+        table = torch.cat([torch.baddbmm(bias, e_ops, w1[:, :d]),
+                           torch.bmm(e_ops, w1[:, d:2 * d])], dim=1)  # (S, 2p, H)
+        h = F.embedding_bag(rows, table.view(s * 2 * p, -1), mode="sum").relu_()
+        ctx.save_for_backward(emb, w1, rows, h)
+        ctx.p = p  # type: ignore[attr-defined]
+        return h.view(s, -1, h.shape[-1])
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,  # type: ignore[override]
+                 grad: Tensor) -> tuple[Tensor | None, ...]:
+        emb, w1, rows, h = ctx.saved_tensors  # type: ignore[attr-defined]
+        p: int = ctx.p  # type: ignore[attr-defined]
+        s, _, d = emb.shape
+        grad = _relu_backward(grad.reshape(h.shape), h)
+        g_table = grad.new_zeros(s, 2 * p, h.shape[-1])
+        for j in range(2):  # a's rows, then b's
+            g_table.view(-1, h.shape[-1]).index_add_(0, rows[:, j], grad)
+        g_a, g_b = g_table[:, :p], g_table[:, p:]
+        grad_sum = g_a.sum(dim=1, keepdim=True)  # (S, 1, H): also the bias gradient
+        e_ops, e_const = emb[:, :p], emb[:, p:p + 2]
+        g_w1 = grad.new_empty(w1.shape)
+        torch.bmm(e_ops.transpose(1, 2), g_a, out=g_w1[:, :d])
+        torch.bmm(e_ops.transpose(1, 2), g_b, out=g_w1[:, d:2 * d])
+        needs_e = ctx.needs_input_grad[0]
+        g_e_const = _const_grads(e_const, w1, grad_sum, g_w1, needs_e)
+        g_emb = None
+        if needs_e:
+            g_emb = grad.new_empty(emb.shape)
+            torch.bmm(g_a, w1[:, :d].transpose(1, 2), out=g_emb[:, :p])
+            g_emb[:, :p].baddbmm_(g_b, w1[:, d:2 * d].transpose(1, 2))
+            g_emb[:, p:p + 2] = g_e_const
+            g_emb[:, p + 2:] = 0
+        return g_emb, g_w1, grad_sum, None, None
 
 
 # W1's rows for [a, op, b, =] (nn.Linear's input order) stored as [a, b, op, =]; an involution.
@@ -266,17 +340,24 @@ class EmbedMLP(BatchedModel):
         return {"E": emb, "W1": _reorder_w1(w1), "b1": b1, "W2": w2, "b2": b2}
 
     def encode(self, a: Tensor, b: Tensor) -> Tensor:
-        """Rows of the flattened (S * vocab, d) table: (..., S, B, 2) for the operands a, b
-        (the op and "=" tokens are the same in every example: see `_OperandLinearReLU`)."""
-        return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.vocab) \
-            .to(a.device)
+        """The operand pairs (..., S, B, 2) (the op and "=" tokens are the same in every
+        example); `forward_encoded` turns them into rows of the seeds' stacked tables."""
+        return torch.stack([a, b], dim=-1)
 
     def forward_encoded(self, x: Tensor) -> Tensor:
+        """The first layer as table lookups when the batch has at least p rows (fewer
+        multiply-adds), else as a matmul over the gathered embeddings. The choice depends on
+        the batch's rows and p only, never on the number of seeds: a seed's result must not."""
         s, n, _ = x.shape
-        p, emb = self.shape.p, self.param("E")
-        table = emb.reshape(s * self.shape.vocab, -1)
-        x_ab = torch.index_select(table, 0, x.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
-        h = _OperandLinearReLU.apply(x_ab, emb[:, p:p + 2], self.param("W1"), self.param("b1"))
+        p, emb, w1, b1 = self.shape.p, self.param("E"), self.param("W1"), self.param("b1")
+        if n >= p:
+            rows = x + _seed_offsets(s, 2 * p).to(x.device) + torch.tensor([0, p], device=x.device)
+            h = _OperandTableReLU.apply(emb, w1, b1, rows.view(s * n, 2), p)
+        else:
+            rows = x + _seed_offsets(s, self.shape.vocab).to(x.device)
+            table = emb.reshape(s * self.shape.vocab, -1)
+            x_ab = torch.index_select(table, 0, rows.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
+            h = _OperandLinearReLU.apply(x_ab, emb[:, p:p + 2], w1, b1)
         return _affine(h, self.param("W2"), self.param("b2"))
 
 

@@ -110,13 +110,15 @@ def test_shards_on_two_workers_equal_one_batch() -> None:
     assert [r.to_dict() for r in results] == [r.to_dict() for r in one]  # to the last bit
 
 
-def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
-    """EmbedMLP folds the constant op and "=" tokens' part of the first layer into its bias
-    (models._OperandLinearReLU): outputs and every gradient equal nn.Linear over [a, op, b, =]."""
+@pytest.mark.parametrize("n", [3, 9])  # fewer rows than p = 5: matmul path; more: table path
+def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64(n: int) -> None:
+    """EmbedMLP folds the constant op and "=" tokens' part of the first layer into its bias and,
+    for batches of at least p rows, computes it as table lookups (models._OperandLinearReLU,
+    _OperandTableReLU): outputs and every gradient equal nn.Linear over [a, op, b, =]."""
     shape = DataShape(p=5, vocab=7, n_classes=5)
     model = build_model(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6), shape, [0, 1]).double()
     gen = torch.Generator().manual_seed(0)
-    a, b = torch.randint(0, 5, (2, 2, 9), generator=gen)
+    a, b = torch.randint(0, 5, (2, 2, n), generator=gen)
     weights = torch.tensor([0.7, 1.3], dtype=torch.float64)
     out = model(a, b)
     (model.train_loss(out, (a + b) % 5) * weights).sum().backward()
@@ -128,6 +130,30 @@ def test_embed_mlp_first_layer_equals_the_plain_layer_in_float64() -> None:
             want = plain._to_batched(key, plain.get_parameter(name).grad)
             torch.testing.assert_close(model.grad(key)[i], want, rtol=1e-12, atol=1e-12,
                                        msg=key)
+
+
+def test_embed_mlp_paths_agree_and_frozen_embeddings_get_no_gradient() -> None:
+    """The table and matmul paths give the same outputs and gradients (float64), and with the
+    embeddings frozen (requires_grad off) the table path skips their gradient."""
+    shape = DataShape(p=5, vocab=7, n_classes=5)
+    gen = torch.Generator().manual_seed(1)
+    a, b = torch.randint(0, 5, (2, 3, 8), generator=gen)
+    grads = []
+    for rows in (8, 4):  # 8 rows at once: table path; blocks of 4 rows: matmul path
+        model = build_model(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6), shape, [0, 1, 2])
+        model = model.double()
+        out = torch.cat([model(a[..., i:i + rows], b[..., i:i + rows]) for i in range(0, 8, rows)],
+                        dim=1)
+        model.train_loss(out, (a + b) % 5).sum().backward()
+        grads.append((out.detach(), {k: model.grad(k).clone() for k in model.leaves}))
+    (out_t, g_t), (out_m, g_m) = grads
+    torch.testing.assert_close(out_t, out_m, rtol=1e-12, atol=1e-12)
+    for key in g_t:
+        torch.testing.assert_close(g_t[key], g_m[key], rtol=1e-12, atol=1e-12, msg=key)
+    model = build_model(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6), shape, [0, 1, 2])
+    model.leaves["E"].requires_grad_(False)
+    model.train_loss(model(a, b), (a + b) % 5).sum().backward()
+    assert model.grad("E") is None and model.grad("W1") is not None
 
 
 @pytest.mark.parametrize(("name", "kernel"), [("adamw", "aten::_fused_adamw_"),
