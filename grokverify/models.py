@@ -120,9 +120,10 @@ def _cross_entropy(out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     return _cross_entropy_each(out, y), out.argmax(dim=-1) == y
 
 
-def _seed_offsets(n_seeds: int, rows_per_seed: int) -> Tensor:
-    """(S, 1, 1): the first row of each seed's table in the flattened (S * rows, d) table."""
-    return (torch.arange(n_seeds) * rows_per_seed).view(n_seeds, 1, 1)
+def _seed_offsets(n_seeds: int, rows_per_seed: int, device: torch.device) -> Tensor:
+    """(S, 1, 1): the first row of each seed's table in the flattened (S * rows, d) table (made
+    on the device: no host-to-device copy)."""
+    return (torch.arange(n_seeds, device=device) * rows_per_seed).view(n_seeds, 1, 1)
 
 
 class BatchedModel(nn.Module):
@@ -331,6 +332,11 @@ class EmbedMLP(BatchedModel):
 
     spec_class = EmbedMLPSpec
     embedding_keys = ("E",)
+    _offsets: dict[tuple[int, str, int, int], Tensor]
+
+    def __init__(self, spec: StrictModel, shape: DataShape, seeds: list[int]):
+        super().__init__(spec, shape, seeds)
+        self._offsets = {}
 
     def init_seed(self, gen: torch.Generator) -> dict[str, Tensor]:
         spec, shape = self.spec, self.shape
@@ -344,6 +350,15 @@ class EmbedMLP(BatchedModel):
         example); `forward_encoded` turns them into rows of the seeds' stacked tables."""
         return torch.stack([a, b], dim=-1)
 
+    def _row_offsets(self, s: int, device: torch.device, per_seed: int, b_offset: int) -> Tensor:
+        """(S, 1, 2): added to operand pairs, their rows in S stacked tables of per_seed rows
+        (b's rows start b_offset further). Made once per layout: nothing per step."""
+        key = (s, str(device), per_seed, b_offset)
+        if key not in self._offsets:
+            pair = torch.tensor([0, b_offset], device=device)
+            self._offsets[key] = _seed_offsets(s, per_seed, device) + pair
+        return self._offsets[key]
+
     def forward_encoded(self, x: Tensor) -> Tensor:
         """The first layer as table lookups when the batch has at least p rows (fewer
         multiply-adds), else as a matmul over the gathered embeddings. The choice depends on
@@ -351,10 +366,10 @@ class EmbedMLP(BatchedModel):
         s, n, _ = x.shape
         p, emb, w1, b1 = self.shape.p, self.param("E"), self.param("W1"), self.param("b1")
         if n >= p:
-            rows = x + _seed_offsets(s, 2 * p).to(x.device) + torch.tensor([0, p], device=x.device)
+            rows = x + self._row_offsets(s, x.device, 2 * p, p)
             h = _OperandTableReLU.apply(emb, w1, b1, rows.view(s * n, 2), p)
         else:
-            rows = x + _seed_offsets(s, self.shape.vocab).to(x.device)
+            rows = x + self._row_offsets(s, x.device, self.shape.vocab, 0)
             table = emb.reshape(s * self.shape.vocab, -1)
             x_ab = torch.index_select(table, 0, rows.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
             h = _OperandLinearReLU.apply(x_ab, emb[:, p:p + 2], w1, b1)
@@ -402,7 +417,7 @@ class ToySum(BatchedModel):
 
     def encode(self, a: Tensor, b: Tensor) -> Tensor:
         """Rows of the flattened (S * p, emb_dim) table: (..., S, B, 2) for [a, b]."""
-        return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.p).to(a.device)
+        return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.p, a.device)
 
     def forward_encoded(self, x: Tensor) -> Tensor:
         s = x.shape[0]
