@@ -31,6 +31,10 @@ CASES = {
                                     "emb_lr_mult": 10}, MINIBATCH),
     "embed_mlp-sgd": (TASK, MLP, {"name": "sgd", "lr": 0.05, "momentum": 0.9,
                                   "weight_decay": 1e-3, "emb_lr_mult": 2}, MINIBATCH),
+    # batch 10 < p = 11: the first layer's matmul path (batch 16 above: its table path)
+    "embed_mlp-adamw-small-batch": (TASK, MLP, {"name": "adamw", "lr": 0.02, "weight_decay": 0.5,
+                                                "emb_lr_mult": 10},
+                                    {**MINIBATCH, "batch_size": 10, "train_threshold": 0.4}),
     "toy_sum-adamw": (TOY_TASK, {"kind": "toy_sum", "hidden": 32},
                       {"name": "adamw", "lr": 1e-2, "weight_decay": 0.1, "emb_lr_mult": 10,
                        "emb_weight_decay": 0}, FULL_BATCH),
