@@ -229,7 +229,16 @@ class FamilySpec(StrictModel):
     correction: Literal["holm", "bonferroni", "none"] = Field(
         "holm", description="statsmodels multipletests method applied across members")
     members: dict[str, dict[str, Any]] = Field(
-        min_length=2, description="member name -> partial experiment applied to every arm")
+        description="member name -> partial experiment applied to every arm (at least 2)")
+
+    @field_validator("members")
+    @classmethod
+    def _several(cls, members: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        if len(members) < 2:
+            got = f"got 1: {next(iter(members))!r}" if members else "got none"
+            raise ValueError(f"a family needs at least 2 members ({got}); a claim about one "
+                             "setting needs no family: put its settings in base")
+        return members
 
 
 class Claim(StrictModel):
