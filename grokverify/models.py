@@ -191,6 +191,27 @@ class BatchedModel(nn.Module):
         """Per-seed mean loss (S,) alone: what a training step needs (no argmax)."""
         return _cross_entropy_each(out, y).mean(dim=1)
 
+    def loss_and_grads(self, x: Tensor, y: Tensor, weight: Tensor) -> Tensor:
+        """A training step's forward and backward: the per-seed losses (S,), detached, with every
+        leaf's .grad set to the gradient of sum_i weight_i * loss_i (weight 0 for a diverged
+        seed). By autograd here; a model may hand-write it (`ToySum`)."""
+        loss = self.train_loss(self.forward_encoded(x), y)
+        loss.backward(weight)
+        return loss.detach()
+
+    def _fresh_grads(self) -> dict[str, Tensor]:
+        """A new .grad for every leaf (zeros where a leaf is padded: the padding's gradient is
+        0), returned as (S, ...) views for a hand-written backward to write into."""
+        views = {}
+        for key, leaf in self.leaves.items():
+            if not leaf.requires_grad:  # frozen: the gradient is computed and dropped
+                views[key] = leaf.new_empty(self.shapes[key])
+                continue
+            padded = leaf.shape != self.shapes[key]
+            leaf.grad = torch.zeros_like(leaf) if padded else torch.empty_like(leaf)
+            views[key] = seed_view(leaf.grad, self.shapes[key])
+        return views
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         emb = [self.leaves[k] for k in self.embedding_keys]
         rest = [p for k, p in self.leaves.items() if k not in self.embedding_keys]
@@ -427,9 +448,57 @@ class ToySum(BatchedModel):
         h = _affine(h, self.param("W2"), self.param("b2")).tanh_()
         return _affine(h, self.param("W3"), self.param("b3"))
 
+    def _errors(self, out: Tensor, y: Tensor) -> Tensor:
+        """Regression: each output's difference from its class's target (S, B, target_dim)."""
+        return out - torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
+
     def _squared_errors(self, out: Tensor, y: Tensor) -> Tensor:
-        target = torch.gather(self.targets, 1, y.unsqueeze(-1).expand(-1, -1, out.shape[-1]))
-        return (out - target) ** 2
+        return self._errors(out, y) ** 2
+
+    def _loss_and_output_grad(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-seed mean loss (S,) and its gradient with respect to out (S, B, C)."""
+        n = out.shape[1]
+        if self.spec.output == "regression":
+            diff = self._errors(out, y)
+            loss = (diff * diff).mean(dim=(1, 2))
+            return loss, diff.mul_(2.0 / (n * out.shape[2]))
+        logp = torch.log_softmax(out, dim=-1)
+        label = y.unsqueeze(-1)
+        loss = -logp.gather(-1, label).squeeze(-1).mean(dim=1)
+        grad = logp.exp_().scatter_add_(-1, label, torch.full_like(label, -1, dtype=out.dtype))
+        return loss, grad.mul_(1.0 / n)
+
+    @torch.no_grad()
+    def loss_and_grads(self, x: Tensor, y: Tensor, weight: Tensor) -> Tensor:
+        """The toy's step with a hand-written backward: the same function and gradients as
+        autograd's (float64 test), without a graph, with the tanh backward in place and each
+        gradient written straight into its leaf's .grad. The toy's matrices are small, so
+        autograd's per-node cost and extra passes were ~10% of a step."""
+        s, n = y.shape
+        w = self.params
+        emb_dim = w["E"].shape[-1]
+        z = F.embedding(x, w["E"].reshape(s * self.shape.p, emb_dim)).sum(dim=2)  # (S, B, e)
+        h1 = _affine(z, w["W1"], w["b1"]).tanh_()
+        h2 = _affine(h1, w["W2"], w["b2"]).tanh_()
+        loss, g = self._loss_and_output_grad(_affine(h2, w["W3"], w["b3"]), y)
+        g.mul_(weight.view(s, 1, 1))
+        grads = self._fresh_grads()
+        for h, key in ((h2, "3"), (h1, "2")):  # layers 3 and 2: weight, bias, input gradients
+            torch.bmm(h.transpose(1, 2), g, out=grads["W" + key])
+            torch.sum(g, dim=1, keepdim=True, out=grads["b" + key])
+            g = torch.bmm(g, w["W" + key].transpose(1, 2))
+            g = torch.ops.aten.tanh_backward.grad_input(g, h, grad_input=g)
+        torch.sum(g, dim=1, keepdim=True, out=grads["b1"])
+        if emb_dim == 1:  # layer 1 is elementwise (see `_affine`)
+            torch.sum(g * z, dim=1, keepdim=True, out=grads["W1"])
+            g_z = (g * w["W1"]).sum(dim=-1, keepdim=True)
+        else:
+            torch.bmm(z.transpose(1, 2), g, out=grads["W1"])
+            g_z = torch.bmm(g, w["W1"].transpose(1, 2))
+        g_e = grads["E"].view(s * self.shape.p, emb_dim).zero_()  # E[a] + E[b]: both rows
+        g_e.index_add_(0, x.reshape(-1), g_z.unsqueeze(2).expand(s, n, 2, emb_dim)
+                       .reshape(-1, emb_dim))
+        return loss
 
     def example_losses(self, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         if self.spec.output != "regression":

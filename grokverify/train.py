@@ -205,11 +205,10 @@ class BatchedTrainer:
         for k in range(n):
             if xs is not None and ys is not None:
                 x, y = xs[k], ys[k]
-            loss = model.train_loss(model.forward_encoded(x), y)
-            loss.backward(weight)  # d(sum of active seeds' losses): each seed its own gradient
+            # .grad = d(sum of active seeds' losses): each seed its own gradient
+            losses.append(model.loss_and_grads(x, y, weight))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.detach())
         self.step += n
 
     @torch.no_grad()

@@ -160,6 +160,31 @@ def test_embed_mlp_paths_agree_and_frozen_embeddings_get_no_gradient() -> None:
     assert model.grad("E") is None and model.grad("W1") is not None
 
 
+@pytest.mark.parametrize(("output", "emb_dim"), [("classification", 1), ("classification", 2),
+                                              ("regression", 1)])
+def test_toy_hand_written_step_equals_autograd_in_float64(output: str, emb_dim: int) -> None:
+    """ToySum.loss_and_grads (no autograd) gives autograd's losses and gradients, a seed with
+    weight 0 (diverged) included."""
+    from grokverify.models import BatchedModel, ToySumSpec
+
+    shape = DataShape(p=6, vocab=6, n_classes=11)
+    spec = ToySumSpec(kind="toy_sum", emb_dim=emb_dim, hidden=7, output=output, target_dim=3)
+    gen = torch.Generator().manual_seed(2)
+    a, b = torch.randint(0, 6, (2, 3, 9), generator=gen)
+    weight = torch.tensor([1.0, 0.0, 0.5], dtype=torch.float64)
+    results = []
+    for step in (BatchedModel.loss_and_grads, type(build_model(spec, shape, [0])).loss_and_grads):
+        model = build_model(spec, shape, [0, 1, 2]).double()
+        loss = step(model, model.encode(a, b), a + b, weight)
+        results.append((loss, {k: model.grad(k).clone() for k in model.leaves}))
+    (loss_auto, g_auto), (loss_hand, g_hand) = results
+    torch.testing.assert_close(loss_hand, loss_auto, rtol=1e-12, atol=1e-12)
+    for key in g_auto:
+        torch.testing.assert_close(g_hand[key], g_auto[key], rtol=1e-12, atol=1e-12, msg=key)
+        assert not g_hand[key][1].any()  # weight 0: no gradient
+    assert all(g_hand[key][0].abs().sum() > 0 for key in g_hand)
+
+
 @pytest.mark.parametrize(("name", "kernel"), [("adamw", "aten::_fused_adamw_"),
                                               ("adam", "aten::_fused_adam_"),
                                               ("sgd", "aten::_fused_sgd_")])
