@@ -6,9 +6,10 @@ layers are `baddbmm` over the seed dimension; seeds never mix, and the loss is t
 of each seed's mean loss, so each seed gets exactly its own gradient.
 
 For speed the forward pass is split in two: `encode(a, b)` turns operand indices into the
-model's input tensor (embedding rows with per-seed offsets, or raw scalars), which the trainer
-computes once per evaluation interval (or once per run for full-batch training), and
-`forward_encoded(x)` runs the network. `forward(a, b)` is the two together.
+model's input tensor (operand pairs or embedding rows with per-seed offsets, or raw scalars),
+which the trainer computes once per run, and `forward_encoded(x)` runs the network.
+`forward(a, b)` is the two together. A training step is `loss_and_grads` (autograd, or a
+hand-written backward where a model's small matrices make autograd's overhead count).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def _seed_offsets(n_seeds: int, rows_per_seed: int, device: torch.device) -> Ten
 
 class BatchedModel(nn.Module):
     """A model over S seeds. Subclasses define `init_seed`, `encode` and `forward_encoded`, and
-    may override `loss` and `train_loss` (they must agree on the loss)."""
+    may override `example_losses`, `train_loss` and `loss_and_grads` (they must agree on the
+    loss)."""
 
     spec_class: ClassVar[type[StrictModel]]
     embedding_keys: ClassVar[tuple[str, ...]] = ()

@@ -6,12 +6,13 @@ which other seeds share its batch. Nothing syncs with the host between evaluatio
 is tracked on the device and acted on at the next evaluation.
 
 Where the time goes, and what is done about it (benchmarks/README.md has the figures):
-- data: every seed's training/validation inputs are encoded once (embedding rows with per-seed
-  offsets); full-batch training reuses them every step, minibatch training gathers a whole
-  block of steps' rows with one index operation (positions from the seeds' own generators);
-- a step: forward, per-seed loss, `backward(weights)` (1 per training seed, 0 per diverged
-  one: no masking ops), one fused optimizer kernel per parameter group (optim.py); the
-  per-step losses stay on the device and are checked for NaN/inf at the next evaluation;
+- data: every seed's training/validation inputs are encoded once (models.BatchedModel.encode);
+  full-batch training reuses them every step, minibatch training gathers a whole block of
+  steps' rows with one index operation (positions from the seeds' own generators);
+- a step: `model.loss_and_grads` (forward, per-seed loss, backward weighted 1 per training
+  seed and 0 per diverged one: no masking ops), one fused optimizer kernel per parameter
+  group (optim.py); the per-step losses stay on the device and are checked for NaN/inf at the
+  next evaluation;
 - evaluation: all seeds in one forward over the encoded rows, one transfer to the host;
 - CPU threads: with n torch threads the seeds are split into n shards trained side by side by
   single-threaded workers (`SeedTrainer`): small per-seed operations do not split well across
@@ -146,9 +147,9 @@ class BatchedTrainer:
     """Some seeds of one experiment as one batched model (one shard of a `SeedTrainer`).
 
     Everything that does not change during a run is computed once: the training and validation
-    inputs of every seed, encoded by the model (embedding rows with per-seed offsets); full-batch
-    training uses them as they are, minibatch training selects a whole block of steps' rows with
-    one index operation. A step is forward, per-seed loss, backward (weighted by 1 for a seed that
+    inputs of every seed, encoded by the model; full-batch training uses them as they are,
+    minibatch training selects a whole block of steps' rows with one index operation. A step is
+    `model.loss_and_grads` (forward, per-seed loss, backward weighted by 1 for a seed that
     trains, 0 for one that diverged), one fused optimizer step; nothing waits for the device. The
     per-step losses stay on the device until `evaluate`, which finds the first non-finite one.
     """
