@@ -442,13 +442,15 @@ class ToySum(BatchedModel):
         """Rows of the flattened (S * p, emb_dim) table: (..., S, B, 2) for [a, b]."""
         return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.p, a.device)
 
+    def _hidden(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """z = E[a] + E[b] (S, B, emb_dim) and the two tanh layers' outputs."""
+        table = self.param("E").reshape(x.shape[0] * self.shape.p, -1)
+        z = F.embedding(x, table).sum(dim=2)
+        h1 = _affine(z, self.param("W1"), self.param("b1")).tanh_()
+        return z, h1, _affine(h1, self.param("W2"), self.param("b2")).tanh_()
+
     def forward_encoded(self, x: Tensor) -> Tensor:
-        s = x.shape[0]
-        table = self.param("E").reshape(s * self.shape.p, -1)
-        h = F.embedding(x, table).sum(dim=2)  # E[a] + E[b]: (S, B, emb_dim)
-        h = _affine(h, self.param("W1"), self.param("b1")).tanh_()
-        h = _affine(h, self.param("W2"), self.param("b2")).tanh_()
-        return _affine(h, self.param("W3"), self.param("b3"))
+        return _affine(self._hidden(x)[2], self.param("W3"), self.param("b3"))
 
     def _errors(self, out: Tensor, y: Tensor) -> Tensor:
         """Regression: each output's difference from its class's target (S, B, target_dim)."""
@@ -478,10 +480,8 @@ class ToySum(BatchedModel):
         autograd's per-node cost and extra passes were ~10% of a step."""
         s, n = y.shape
         w = self.params
-        emb_dim = w["E"].shape[-1]
-        z = F.embedding(x, w["E"].reshape(s * self.shape.p, emb_dim)).sum(dim=2)  # (S, B, e)
-        h1 = _affine(z, w["W1"], w["b1"]).tanh_()
-        h2 = _affine(h1, w["W2"], w["b2"]).tanh_()
+        z, h1, h2 = self._hidden(x)
+        emb_dim = z.shape[-1]
         loss, g = self._loss_and_output_grad(_affine(h2, w["W3"], w["b3"]), y)
         g.mul_(weight.view(s, 1, 1))
         grads = self._fresh_grads()
