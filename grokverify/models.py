@@ -331,12 +331,10 @@ class _OperandTableReLU(torch.autograd.Function):
         needs_e = ctx.needs_input_grad[0]
         g_e_const = _const_grads(e_const, w1, grad_sum, g_w1, needs_e)
         g_emb = None
-        if needs_e:
-            g_emb = grad.new_empty(emb.shape)
-            torch.bmm(g_a, w1[:, :d].transpose(1, 2), out=g_emb[:, :p])
-            g_emb[:, :p].baddbmm_(g_b, w1[:, d:2 * d].transpose(1, 2))
-            g_emb[:, p:p + 2] = g_e_const
-            g_emb[:, p + 2:] = 0
+        if needs_e:  # rows [operands, op, =]: the whole vocabulary
+            g_ops = torch.bmm(g_a, w1[:, :d].transpose(1, 2))
+            g_ops.baddbmm_(g_b, w1[:, d:2 * d].transpose(1, 2))  # contiguous: one batched call
+            g_emb = torch.cat([g_ops, g_e_const], dim=1)
         return g_emb, g_w1, grad_sum, None, None
 
 
@@ -355,11 +353,19 @@ class EmbedMLP(BatchedModel):
 
     spec_class = EmbedMLPSpec
     embedding_keys = ("E",)
-    _offsets: dict[tuple[int, str, int, int], Tensor]
+    table_rows: Tensor
+    embedding_rows: Tensor
 
     def __init__(self, spec: StrictModel, shape: DataShape, seeds: list[int]):
         super().__init__(spec, shape, seeds)
-        self._offsets = {}
+        # Added to operand pairs (S, B, 2): their rows in the S stacked (2p, H) tables of the
+        # table path (b's rows after a's), and in the S stacked (vocab, d) embedding tables of
+        # the matmul path. Buffers, so they move with the model and cost nothing per step.
+        cpu, s = torch.device("cpu"), self.n_seeds
+        self.register_buffer("table_rows", _seed_offsets(s, 2 * shape.p, cpu)
+                             + torch.tensor([0, shape.p]), persistent=False)
+        self.register_buffer("embedding_rows", _seed_offsets(s, shape.vocab, cpu),
+                             persistent=False)
 
     def init_seed(self, gen: torch.Generator) -> dict[str, Tensor]:
         spec, shape = self.spec, self.shape
@@ -373,15 +379,6 @@ class EmbedMLP(BatchedModel):
         example); `forward_encoded` turns them into rows of the seeds' stacked tables."""
         return torch.stack([a, b], dim=-1)
 
-    def _row_offsets(self, s: int, device: torch.device, per_seed: int, b_offset: int) -> Tensor:
-        """(S, 1, 2): added to operand pairs, their rows in S stacked tables of per_seed rows
-        (b's rows start b_offset further). Made once per layout: nothing per step."""
-        key = (s, str(device), per_seed, b_offset)
-        if key not in self._offsets:
-            pair = torch.tensor([0, b_offset], device=device)
-            self._offsets[key] = _seed_offsets(s, per_seed, device) + pair
-        return self._offsets[key]
-
     def forward_encoded(self, x: Tensor) -> Tensor:
         """The first layer as table lookups when the batch has at least p rows (fewer
         multiply-adds), else as a matmul over the gathered embeddings. The choice depends on
@@ -389,10 +386,10 @@ class EmbedMLP(BatchedModel):
         s, n, _ = x.shape
         p, emb, w1, b1 = self.shape.p, self.param("E"), self.param("W1"), self.param("b1")
         if n >= p:
-            rows = x + self._row_offsets(s, x.device, 2 * p, p)
+            rows = x + self.table_rows
             h = _OperandTableReLU.apply(emb, w1, b1, rows.view(s * n, 2), p)
         else:
-            rows = x + self._row_offsets(s, x.device, self.shape.vocab, 0)
+            rows = x + self.embedding_rows
             table = emb.reshape(s * self.shape.vocab, -1)
             x_ab = torch.index_select(table, 0, rows.reshape(-1)).view(s, n, -1)  # [E[a], E[b]]
             h = _OperandLinearReLU.apply(x_ab, emb[:, p:p + 2], w1, b1)
