@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -105,7 +105,9 @@ def seed_view(t: Tensor, shape: torch.Size) -> Tensor:
 def _affine(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     """x (S, B, in) @ w (S, in, out) + b (S, 1, out). With in = 1 (paper 2's 1-d embeddings)
     the product is an outer product, computed elementwise: MKL rounds a one-matrix and a
-    batched rank-1 update differently, which would make a seed's result depend on S."""
+    batched rank-1 update differently, which would make a seed's result depend on S. (One
+    fused `addcmul` pass is faster but rounds like neither, and plain training's trajectory
+    then drifts past the equivalence test's tolerance within 100 steps.)"""
     if x.shape[-1] == 1:
         return x * w + b
     return torch.baddbmm(b, x, w)
@@ -125,6 +127,9 @@ def _seed_offsets(n_seeds: int, rows_per_seed: int, device: torch.device) -> Ten
     """(S, 1, 1): the first row of each seed's table in the flattened (S * rows, d) table (made
     on the device: no host-to-device copy)."""
     return (torch.arange(n_seeds, device=device) * rows_per_seed).view(n_seeds, 1, 1)
+
+
+_GradCache = tuple[list[tuple[nn.Parameter, Tensor | None]], dict[str, Tensor]]
 
 
 class BatchedModel(nn.Module):
@@ -147,6 +152,8 @@ class BatchedModel(nn.Module):
         for key in buffers[0]:
             self.register_buffer(key, torch.stack([b[key] for b in buffers]))
         self.n_seeds = len(seeds)
+        self._grad_cache: _GradCache | None = None
+        self._detached: tuple[tuple[int, ...], dict[str, Tensor]] | None = None
 
     def param(self, key: str) -> Tensor:
         """Parameter `key` as (S, ...) (a view of its leaf when the leaf is padded)."""
@@ -160,6 +167,17 @@ class BatchedModel(nn.Module):
     @property
     def params(self) -> dict[str, Tensor]:
         return {key: self.param(key) for key in self.leaves}
+
+    def detached_params(self) -> dict[str, Tensor]:
+        """`params` without autograd history, for a hand-written step: (S, ...) views made once
+        and kept while the leaves keep their storage (the optimizer updates them in place), so
+        a step does not rebuild a view per parameter."""
+        key = tuple(leaf.data_ptr() for leaf in self.leaves.values())
+        if self._detached is None or self._detached[0] != key:
+            with torch.no_grad():
+                self._detached = key, {k: seed_view(leaf.detach(), self.shapes[k])
+                                       for k, leaf in self.leaves.items()}
+        return self._detached[1]
 
     @property
     def seed_shapes(self) -> dict[nn.Parameter, torch.Size]:
@@ -196,23 +214,39 @@ class BatchedModel(nn.Module):
     def loss_and_grads(self, x: Tensor, y: Tensor, weight: Tensor) -> Tensor:
         """A training step's forward and backward: the per-seed losses (S,), detached, with every
         leaf's .grad set to the gradient of sum_i weight_i * loss_i (weight 0 for a diverged
-        seed). By autograd here; a model may hand-write it (`ToySum`)."""
+        seed): set, not accumulated, so a trainer needs no zero_grad. By autograd here; a model
+        may hand-write it (`ToySum`)."""
+        for leaf in self.leaves.values():
+            leaf.grad = None
         loss = self.train_loss(self.forward_encoded(x), y)
         loss.backward(weight)
         return loss.detach()
 
-    def _fresh_grads(self) -> dict[str, Tensor]:
-        """A new .grad for every leaf (zeros where a leaf is padded: the padding's gradient is
-        0), returned as (S, ...) views for a hand-written backward to write into."""
-        views = {}
+    def _grad_buffers(self) -> dict[str, Tensor]:
+        """(S, ...) views of every leaf's .grad for a hand-written backward to overwrite. The
+        buffers persist from step to step (no allocation a step, the same memory warm in the
+        cache); a padded leaf's padding starts at 0 and is never written. A frozen leaf gets a
+        scratch buffer that is not its .grad: its gradient is computed and dropped."""
+        cached = self._grad_cache
+        if cached is not None and all(leaf.grad is g and leaf.requires_grad == (g is not None)
+                                      for leaf, g in cached[0]):
+            return cached[1]
+        owners, views = [], {}
         for key, leaf in self.leaves.items():
-            if not leaf.requires_grad:  # frozen: the gradient is computed and dropped
-                views[key] = leaf.new_empty(self.shapes[key])
-                continue
-            padded = leaf.shape != self.shapes[key]
-            leaf.grad = torch.zeros_like(leaf) if padded else torch.empty_like(leaf)
-            views[key] = seed_view(leaf.grad, self.shapes[key])
+            if not leaf.requires_grad:
+                leaf.grad = None
+                views[key] = leaf.new_zeros(self.shapes[key])
+            else:
+                if leaf.grad is None or leaf.grad.shape != leaf.shape:
+                    leaf.grad = torch.zeros_like(leaf)
+                views[key] = seed_view(leaf.grad, self.shapes[key])
+            owners.append((leaf, leaf.grad))
+        self._grad_cache = owners, views
         return views
+
+    def _apply(self, fn: Any, recurse: bool = True) -> BatchedModel:  # .to(), .double(), ...
+        self._grad_cache = self._detached = None
+        return super()._apply(fn, recurse)
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         emb = [self.leaves[k] for k in self.embedding_keys]
@@ -439,15 +473,16 @@ class ToySum(BatchedModel):
         """Rows of the flattened (S * p, emb_dim) table: (..., S, B, 2) for [a, b]."""
         return torch.stack([a, b], dim=-1) + _seed_offsets(self.n_seeds, self.shape.p, a.device)
 
-    def _hidden(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """z = E[a] + E[b] (S, B, emb_dim) and the two tanh layers' outputs."""
-        table = self.param("E").reshape(x.shape[0] * self.shape.p, -1)
+    def _hidden(self, x: Tensor, w: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """z = E[a] + E[b] (S, B, emb_dim) and the two tanh layers' outputs (w: `params`)."""
+        table = w["E"].reshape(x.shape[0] * self.shape.p, -1)
         z = F.embedding(x, table).sum(dim=2)
-        h1 = _affine(z, self.param("W1"), self.param("b1")).tanh_()
-        return z, h1, _affine(h1, self.param("W2"), self.param("b2")).tanh_()
+        h1 = _affine(z, w["W1"], w["b1"]).tanh_()
+        return z, h1, _affine(h1, w["W2"], w["b2"]).tanh_()
 
     def forward_encoded(self, x: Tensor) -> Tensor:
-        return _affine(self._hidden(x)[2], self.param("W3"), self.param("b3"))
+        w = self.params
+        return _affine(self._hidden(x, w)[2], w["W3"], w["b3"])
 
     def _errors(self, out: Tensor, y: Tensor) -> Tensor:
         """Regression: each output's difference from its class's target (S, B, target_dim)."""
@@ -476,12 +511,12 @@ class ToySum(BatchedModel):
         gradient written straight into its leaf's .grad. The toy's matrices are small, so
         autograd's per-node cost and extra passes were ~10% of a step."""
         s, n = y.shape
-        w = self.params
-        z, h1, h2 = self._hidden(x)
+        w = self.detached_params()
+        z, h1, h2 = self._hidden(x, w)
         emb_dim = z.shape[-1]
         loss, g = self._loss_and_output_grad(_affine(h2, w["W3"], w["b3"]), y)
         g.mul_(weight.view(s, 1, 1))
-        grads = self._fresh_grads()
+        grads = self._grad_buffers()
         for h, key in ((h2, "3"), (h1, "2")):  # layers 3 and 2: weight, bias, input gradients
             torch.bmm(h.transpose(1, 2), g, out=grads["W" + key])
             torch.sum(g, dim=1, keepdim=True, out=grads["b" + key])

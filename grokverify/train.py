@@ -10,9 +10,10 @@ Where the time goes, and what is done about it (benchmarks/README.md has the fig
   full-batch training reuses them every step, minibatch training gathers a whole block of
   steps' rows with one index operation (positions from the seeds' own generators);
 - a step: `model.loss_and_grads` (forward, per-seed loss, backward weighted 1 per training
-  seed and 0 per diverged one: no masking ops), one fused optimizer kernel per parameter
-  group (optim.py); the per-step losses stay on the device and are checked for NaN/inf at the
-  next evaluation;
+  seed and 0 per diverged one: no masking ops; gradients set, not accumulated, so no
+  zero_grad), one fused optimizer kernel per parameter group, called directly for Adam/AdamW
+  (optim.Stepper: no per-step bookkeeping in Python); the per-step losses stay on the device
+  and are checked for NaN/inf at the next evaluation;
 - evaluation: all seeds in one forward over the encoded rows, one transfer to the host;
 - CPU threads: with n torch threads the seeds are split into n shards trained side by side by
   single-threaded workers (`SeedTrainer`): small per-seed operations do not split well across
@@ -37,7 +38,7 @@ import torch
 from torch import Tensor
 
 from grokverify.models import BatchedModel, DataShape, build_model, plain_model
-from grokverify.optim import build_optimizer, build_plain_optimizer, reset_seed_state
+from grokverify.optim import Stepper, build_optimizer, build_plain_optimizer, reset_seed_state
 from grokverify.rng import torch_generator
 from grokverify.spec import ExperimentSpec, TrainingSpec
 from grokverify.tasks import build_dataset
@@ -165,6 +166,7 @@ class BatchedTrainer:
         shape = DataShape(p=exp.task.p, vocab=ref.vocab, n_classes=ref.n_classes)
         self.model: BatchedModel = build_model(exp.model, shape, self.seeds).to(device)
         self.optimizer = build_optimizer(exp.optimizer, self.model.param_groups(), device)
+        self.optimizer_step = Stepper(self.optimizer)
         a, b, y = (torch.as_tensor(v, device=device) for v in (ref.a, ref.b, ref.y))
         train_rows = torch.as_tensor(np.stack([d.train_idx for d in datasets]), device=device)
         val_rows = torch.as_tensor(np.stack([d.val_idx for d in datasets]), device=device)
@@ -200,16 +202,16 @@ class BatchedTrainer:
             done += n
 
     def _steps(self, n: int, xs: Tensor | None, ys: Tensor | None) -> None:
-        model, optimizer, weight, losses = self.model, self.optimizer, self.loss_weight, \
+        model, step, weight, losses = self.model, self.optimizer_step, self.loss_weight, \
             self._losses
         x, y = self.train_x, self.train_y
         for k in range(n):
             if xs is not None and ys is not None:
                 x, y = xs[k], ys[k]
-            # .grad = d(sum of active seeds' losses): each seed its own gradient
+            # .grad = d(sum of active seeds' losses): each seed its own gradient, set (not
+            # accumulated) by loss_and_grads, so no zero_grad
             losses.append(model.loss_and_grads(x, y, weight))
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            step()
         self.step += n
 
     @torch.no_grad()

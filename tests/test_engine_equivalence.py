@@ -15,7 +15,7 @@ import torch
 
 from grokverify.models import DataShape, EmbedMLPSpec, build_model, plain_model
 from grokverify.optim import uses_fused
-from grokverify.spec import ExperimentSpec
+from grokverify.spec import ExperimentSpec, OptimizerSpec
 from grokverify.train import PlainTrainer, SeedTrainer, train_plain, train_seeds
 
 TASK = {"op": "add", "p": 11, "train_frac": 0.7, "test_frac": 0.2}
@@ -164,7 +164,9 @@ def test_embed_mlp_paths_agree_and_frozen_embeddings_get_no_gradient() -> None:
                                               ("regression", 1)])
 def test_toy_hand_written_step_equals_autograd_in_float64(output: str, emb_dim: int) -> None:
     """ToySum.loss_and_grads (no autograd) gives autograd's losses and gradients, a seed with
-    weight 0 (diverged) included."""
+    weight 0 (diverged) included. Each path is called twice (weights 1, then the test's): the
+    gradients are set, not accumulated (the trainer calls no zero_grad; the hand-written step
+    reuses its buffers)."""
     from grokverify.models import BatchedModel, ToySumSpec
 
     shape = DataShape(p=6, vocab=6, n_classes=11)
@@ -175,6 +177,7 @@ def test_toy_hand_written_step_equals_autograd_in_float64(output: str, emb_dim: 
     results = []
     for step in (BatchedModel.loss_and_grads, type(build_model(spec, shape, [0])).loss_and_grads):
         model = build_model(spec, shape, [0, 1, 2]).double()
+        step(model, model.encode(a, b), a + b, torch.ones_like(weight))
         loss = step(model, model.encode(a, b), a + b, weight)
         results.append((loss, {k: model.grad(k).clone() for k in model.leaves}))
     (loss_auto, g_auto), (loss_hand, g_hand) = results
@@ -201,3 +204,38 @@ def test_every_optimizer_runs_its_fused_kernel_on_cpu(name: str, kernel: str) ->
             engine.train(2)
     calls = {e.key: e.count for e in prof.key_averages()}
     assert calls.get(kernel, 0) >= 2, sorted(k for k in calls if "fused" in k or "foreach" in k)
+
+
+@pytest.mark.parametrize("name", ["adamw", "adam", "sgd"])
+def test_direct_optimizer_step_is_bit_identical_to_torch_optim(name: str) -> None:
+    """optim.Stepper (Adam/AdamW's fused kernel called directly) leaves every parameter and
+    state bit-identical to `optimizer.step()`: across parameter groups with their own lr and
+    weight decay, after a seed's state is reset (divergence), and when a parameter stops
+    getting a gradient (frozen) and starts again."""
+    from grokverify.optim import Stepper, build_optimizer, reset_seed_state
+
+    extra = {"momentum": 0.9} if name == "sgd" else {"betas": (0.8, 0.99)}
+    spec = OptimizerSpec.model_validate({"name": name, "lr": 0.01, "weight_decay": 0.1,
+                                         "emb_lr_mult": 3, **extra})
+    shape = DataShape(p=11, vocab=13, n_classes=11)
+    models = [build_model(EmbedMLPSpec(kind="embed_mlp", d=8, hidden=16), shape, [0, 1, 2])
+              for _ in range(2)]
+    optimizers = [build_optimizer(spec, m.param_groups(), torch.device("cpu")) for m in models]
+    direct, plain = Stepper(optimizers[0]), optimizers[1].step
+    gen = torch.Generator().manual_seed(5)
+    for step in range(8):
+        grads = {k: torch.randn(leaf.shape, generator=gen) for k, leaf in models[0].leaves.items()}
+        for model in models:
+            for key, leaf in model.leaves.items():
+                leaf.grad = None if key == "E" and step in (3, 4) else grads[key].clone()
+        direct()
+        plain()
+        if step == 5:
+            for model, opt in zip(models, optimizers, strict=True):
+                reset_seed_state(opt, 1, model.seed_shapes)
+    for key in models[0].leaves:
+        p0, p1 = models[0].leaves[key], models[1].leaves[key]
+        assert torch.equal(p0, p1), key
+        s0, s1 = optimizers[0].state[p0], optimizers[1].state[p1]
+        assert s0.keys() == s1.keys() and all(torch.equal(s0[k], s1[k]) for k in s0), key
+    assert (name != "sgd") == direct._direct
