@@ -109,7 +109,7 @@ def _affine(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
     fused `addcmul` pass is faster but rounds like neither, and plain training's trajectory
     then drifts past the equivalence test's tolerance within 100 steps.)"""
     if x.shape[-1] == 1:
-        return x * w + b
+        return (x * w).add_(b)  # the same roundings as x * w + b, one buffer fewer
     return torch.baddbmm(b, x, w)
 
 
