@@ -113,7 +113,8 @@ class Stepper:
     torch.optim's per-step Python bookkeeping (grouping tensors by device, re-checking state):
     ~5% of a small model's step on a CPU, and time holding the GIL that other shards' threads
     wait for. Other optimizers, the first step (it creates the state) and any step where the
-    parameters that have a gradient changed go through `optimizer.step()`."""
+    parameters that have a gradient changed go through `optimizer.step()`. Step hooks
+    registered on the optimizer do not run on the direct path (the engine registers none)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer):
         self.optimizer = optimizer
