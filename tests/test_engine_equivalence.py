@@ -239,3 +239,26 @@ def test_direct_optimizer_step_is_bit_identical_to_torch_optim(name: str) -> Non
         s0, s1 = optimizers[0].state[p0], optimizers[1].state[p1]
         assert s0.keys() == s1.keys() and all(torch.equal(s0[k], s1[k]) for k in s0), key
     assert (name != "sgd") == direct._direct
+
+
+def test_toy_step_after_conversion_writes_the_converted_gradients() -> None:
+    """The hand-written step caches its gradient buffers and parameter views; `.double()` (or
+    `.to(device)`) keeps each .grad object but swaps its storage, so the cache must be dropped
+    then: the step after the conversion gives autograd's float64 gradients."""
+    from grokverify.models import BatchedModel, ToySumSpec
+
+    shape = DataShape(p=6, vocab=6, n_classes=11)
+    spec = ToySumSpec(kind="toy_sum", emb_dim=1, hidden=7)
+    a, b = torch.randint(0, 6, (2, 3, 9), generator=torch.Generator().manual_seed(4))
+    model, reference = (build_model(spec, shape, [0, 1, 2]) for _ in range(2))
+    model.loss_and_grads(model.encode(a, b), a + b, torch.ones(3))  # fills the float32 caches
+    model.double()
+    reference.double()
+    weight = torch.ones(3, dtype=torch.float64)
+    loss = model.loss_and_grads(model.encode(a, b), a + b, weight)
+    expected = BatchedModel.loss_and_grads(reference, reference.encode(a, b), a + b, weight)
+    torch.testing.assert_close(loss, expected, rtol=1e-12, atol=1e-12)
+    for key in model.leaves:
+        assert model.leaves[key].grad.dtype == torch.float64, key
+        torch.testing.assert_close(model.grad(key), reference.grad(key), rtol=1e-12, atol=1e-12,
+                                   msg=key)
