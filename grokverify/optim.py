@@ -104,7 +104,9 @@ def _adam_kernel(group: dict[str, Any]) -> Callable[..., Any] | None:
     return torch._fused_adamw_ if group["decoupled_weight_decay"] else torch._fused_adam_
 
 
-Plan = list[tuple[Callable[..., Any], dict[str, Any], list[torch.Tensor], list[list[torch.Tensor]]]]
+# per parameter group: kernel, group, parameters with a gradient, [exp_avgs, exp_avg_sqs, steps]
+_Plan = list[tuple[Callable[..., Any], dict[str, Any], list[torch.Tensor],
+                   list[list[torch.Tensor]]]]
 
 
 class Stepper:
@@ -121,7 +123,7 @@ class Stepper:
         self._direct = isinstance(optimizer, torch.optim.Adam) and all(
             _adam_kernel(g) is not None for g in optimizer.param_groups)
         self._mask: list[bool] = []
-        self._plan: Plan = []
+        self._plan: _Plan = []
 
     def _with_grad(self) -> list[bool]:
         return [p.grad is not None for g in self.optimizer.param_groups for p in g["params"]]
