@@ -51,7 +51,7 @@ def _loss_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
     """Largest relative difference between two records' recorded losses."""
     worst = 0.0
     for key in ("train_loss", "val_loss"):
-        for x, y in zip(a[key], b[key], strict=False):
+        for x, y in zip(a["curves"][key]["values"], b["curves"][key]["values"], strict=False):
             if x is not None and y is not None and x != y:
                 worst = max(worst, abs(x - y) / max(abs(y), 1e-30))
     return worst
@@ -65,7 +65,8 @@ def _compare(ref: dict[int, dict[str, Any]], got: dict[int, dict[str, Any]]) \
         base = ref[seed]
         same &= rec == base
         worst = max(worst, _loss_diff(rec, base))
-        moved += (rec["train_step"], rec["val_step"]) != (base["train_step"], base["val_step"])
+        moved += (rec["summary"]["train_step"], rec["summary"]["val_step"]) != \
+            (base["summary"]["train_step"], base["summary"]["val_step"])
     return same, worst, moved
 
 

@@ -30,7 +30,7 @@ import ctypes
 import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -82,7 +82,11 @@ class SeedResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "summary": self.summary()}
+        """The record's result: named curves (each with its own steps) and the summary."""
+        curves = {name: {"steps": list(self.steps), "values": list(getattr(self, name))}
+                  for name in ("train_acc", "val_acc", "train_loss", "val_loss")}
+        return {"seed": self.seed, "budget": self.budget, "curves": curves,
+                "summary": {**self.summary(), "done": self.done}}
 
 
 def _finite_or_none(x: float) -> float | None:

@@ -66,8 +66,8 @@ def test_records_hold_the_trained_curves(tmp_path: Path, tiny_claim: Path) -> No
         rec = store.get(plan.keys[0])
         assert rec["seed"] == 0 and rec["key"] == plan.keys[0]
         assert rec["experiment"] == plan.experiment.model_dump(mode="json")
-        res = rec["result"]
-        assert res["steps"][0] == 0 and len(res["steps"]) == len(res["val_acc"])
+        val = rec["result"]["curves"]["val_acc"]
+        assert val["steps"][0] == 0 and len(val["steps"]) == len(val["values"])
 
 
 def test_results_do_not_depend_on_the_chunk_size(tmp_path: Path, tiny_claim: Path) -> None:
@@ -143,9 +143,12 @@ def test_ray_run_matches_local_run(tmp_path: Path, tiny_claim: Path) -> None:
     for plan in ray_run.plans:
         for key in plan.keys:
             got, want = ray_store.get(key)["result"], local_store.get(key)["result"]
-            for field in ("steps", "train_step", "val_step", "train_acc", "val_acc"):
-                assert got[field] == want[field]
-            assert got["val_loss"] == pytest.approx(want["val_loss"], rel=1e-4)
+            assert got["summary"]["train_step"] == want["summary"]["train_step"]
+            assert got["summary"]["val_step"] == want["summary"]["val_step"]
+            for name in ("train_acc", "val_acc"):
+                assert got["curves"][name] == want["curves"][name]
+            assert got["curves"]["val_loss"]["values"] == pytest.approx(
+                want["curves"]["val_loss"]["values"], rel=1e-4)
 
 
 @pytest.mark.ray

@@ -63,7 +63,7 @@ def test_batched_seed_is_bit_identical_to_seed_trained_alone(case: str, monkeypa
     for seeds, threads in (([1], 2), ([2], 1), ([3, 0], 1), ([2, 1, 0], 3)):
         for seed, record in records(seeds, threads).items():
             assert record == batched[seed], (case, seeds, seed)
-    assert batched[0]["train_loss"] != batched[1]["train_loss"]
+    assert batched[0]["curves"]["train_loss"] != batched[1]["curves"]["train_loss"]
 
 
 def test_seeds_differ_and_training_learns() -> None:

@@ -19,11 +19,12 @@ _COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 def _median_curve(records: list[dict[str, Any]], key: str) -> tuple[np.ndarray, np.ndarray]:
     """Median across seeds on the union of eval steps; a frozen (early-stopped) seed keeps its
     last value, which is at or above the threshold it stopped at."""
-    steps = sorted({s for r in records for s in r["result"]["steps"]})
+    steps = sorted({s for r in records for s in r["result"]["curves"][key]["steps"]})
     grid = np.array(steps, dtype=float)
     rows = []
     for r in records:
-        xs, ys = r["result"]["steps"], r["result"][key]
+        curve = r["result"]["curves"][key]
+        xs, ys = curve["steps"], curve["values"]
         if xs:
             rows.append(np.interp(grid, xs, ys, right=ys[-1]))
     return grid, (np.median(np.array(rows), axis=0) if rows else np.zeros_like(grid))
@@ -35,7 +36,8 @@ def plot_curves(records: dict[str, list[dict[str, Any] | None]], path: Path) -> 
         recs = [r for r in recs if r]
         color = _COLORS[i % len(_COLORS)]
         for r in recs:
-            ax.plot(r["result"]["steps"], r["result"]["val_acc"], color=color, alpha=0.15, lw=0.8)
+            val = r["result"]["curves"]["val_acc"]
+            ax.plot(val["steps"], val["values"], color=color, alpha=0.15, lw=0.8)
         if recs:
             grid, med = _median_curve(recs, "val_acc")
             ax.plot(grid, med, color=color, lw=2, label=f"{arm}: val (median)")
