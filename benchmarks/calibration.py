@@ -17,7 +17,9 @@ criterion exactly as the harness does, and reports
 
 Each null setting marked for it is also run **group-sequentially** (`run_sequential`,
 O'Brien-Fleming-type spending, looks at 8, 12, 16, 20 seeds per arm, overall alpha 0.05): its
-false SUPPORTED rate and the coverage of the CI at the look where it stopped.
+false SUPPORTED rate and the coverage of the CI at the look where it stopped. `run_sequential`
+steps through `grokverify.stats.sequential.Rounds`, the object `grokverify run` uses for a
+claim's looks, so this checks the stopping rule users run.
 
 Settings cover 8-20 seeds per arm, ties (times rounded up to an evaluation interval), censoring
 up to about 50% of the baseline arm, skewed data for the t-based criteria, and the statistics a

@@ -72,13 +72,14 @@ def _warm(_: int = 0) -> int:
     and torch.optim's first use (which imports torch._dynamo, about 2 s here)."""
     import torch
 
-    from grokverify.optim import build_optimizer
+    from grokverify.engine import numerics
+    from grokverify.engine.optimizers import build_optimizer
     from grokverify.spec import OptimizerSpec
 
+    numerics.pin()
     param = torch.nn.Parameter(torch.zeros(2))
     param.grad = torch.zeros(2)
-    opt = build_optimizer(OptimizerSpec(name="adamw", lr=1e-3), {"decoder": [param]},
-                          torch.device("cpu"))
+    opt = build_optimizer(OptimizerSpec(name="adamw", lr=1e-3), {"decoder": [param]})
     opt.step()
     return os.getpid()
 

@@ -1,36 +1,38 @@
 """Training throughput: peer-style per-seed training vs grokverify's engine vs the matmul roof.
 
-    python benchmarks/throughput.py            # 1-3 minutes (longer on a loaded machine)
-    python benchmarks/throughput.py --quick    # smoke run, about 30 s
+    python benchmarks/throughput.py            # 2-4 minutes (longer on a loaded machine)
+    python benchmarks/throughput.py --quick    # smoke run, about 40 s
 
 For paper 2's toy (K = 64 seeds) and paper 1's MLP at p = 97 (K = 8 seeds), side by side in one
 run, repeats interleaved, medians reported:
 
-(a) plain: the way peer code trains — one plain nn.Module (nn.Embedding + nn.Linear) and torch's
-    default optimizer per seed, seeds one after another (grokverify.train.PlainTrainer: same
-    split, initial weights and minibatch order as the engine). Measured with 1 and with 2 torch
-    threads; the faster of the two is the baseline (the peer's best case: two threads collapse
-    when another process holds a core, so a peer at torch's default would look far slower).
-(b) engine: grokverify.train.SeedTrainer (what train_seeds runs) with the K seeds and 2 torch
-    threads, i.e. two single-threaded workers on K/2 seeds each.
+(a) plain: the way peer code trains: one plain model and torch's default optimizer per seed,
+    seeds one after another (tests/reference.py's PlainTrainer: same split, initial weights and
+    minibatch order as the engine). Measured with 1 and with 2 torch threads; the faster is the
+    baseline (the peer's best case).
+(b) engine: grokverify.engine.loop.SeedTrainer (what `train_seeds` runs) with the K seeds and 2
+    torch threads, i.e. two single-threaded shards of K/2 seeds each.
+(b') engine, derived form only: the same with the model kind's fast path off (the plain module
+    under torch.func.vmap), so `<kind>_fast_gain` = (b)/(b') says whether the fast path earns
+    its place (>= 1.15: docs/extending.md).
 (c) roof: only the forward + backward matmuls of a step as a plain implementation computes them
-    (batched bmm over the K seeds, the same shapes, including the first layer's input gradient
-    that the embeddings need), two threads, the faster of one 2-thread bmm and two 1-thread
-    workers on K/2 seeds each. This is the issue's roof; `p97_roof_fraction` is (b)'s share of
-    it in model-steps/s.
-(c') for p = 97 also the roof of the matmuls the engine itself runs. Its first layer is exact
-    but cheaper than (c)'s: the constant op and "=" tokens are folded into the bias, and with
-    batch 512 >= p = 97 the operands' part is two (p, H) tables looked up per example
-    (models._OperandTableReLU): ~1/4 of (c)'s multiply-adds. (b) can therefore run faster than
-    (c). `p97_own_matmul_fraction` is (b)'s share of (c'): how much of the engine's step is
-    matmul at roof speed (the rest is memory-bound work: optimizer, lookups, ReLU, loss). It
-    falls whenever the engine avoids matmul work, so it is a diagnostic, not a target.
+    (bmm over the K seeds, the same shapes, the first layer's input gradient included), two
+    threads, the faster of one 2-thread bmm and two 1-thread workers on K/2 seeds each.
+    `toy_roof_share` and `p97_roof_fraction` are (b)'s share of it in model-steps/s.
+(c') for p = 97 also the roof of the matmuls the engine runs: its first layer is exact but
+    cheaper (table lookups, ~1/4 of (c)'s multiply-adds), so (b) can beat (c); (b)'s share of
+    (c') is printed as a diagnostic (`p97_own_matmul_fraction`).
 
-Timed: the training steps only (construction and evaluation excluded, for (a) and (b) alike).
-Figures are model-steps/s = seeds x steps / s. Also measured: the share of evaluation in a run
-at the claims' quick scales (claims/*.yaml: eval every 100 steps, batch 128, p = 31), 1 thread
-as in a Ray worker. The last line is `toy_speedup=... p97_speedup=... p97_roof_fraction=...
-p97_own_matmul_fraction=...`.
+Also measured, same run: the share of evaluation at the claims' quick scales (1 thread, as in a
+Ray worker), and the probes' cost: an arm trained with the sigma_max probe every 100 steps over
+the same arm without probes, interleaved, on paper 1's quick-scale shape (`probe_overhead`), plus
+a probe declared but never due after step 0 (`probes_idle_overhead`: what the probe machinery
+costs when no probe runs).
+
+All in the pinned numerics every training process uses (grokverify.engine.numerics: ATen and MKL
+on their AVX2 kernels), the peer's runs included. Timed: training steps only. Figures are
+model-steps/s = seeds x steps / s. The last line is `toy_speedup=... p97_speedup=...
+toy_roof_share=... probe_overhead=...`.
 """
 
 from __future__ import annotations
@@ -44,13 +46,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from grokverify.optim import uses_fused
-from grokverify.spec import ExperimentSpec, load_claim
-from grokverify.train import PlainTrainer, SeedTrainer
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+import torch  # noqa: E402
+from reference import PlainTrainer  # noqa: E402
+
+import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
+from grokverify.catalog.probes import SigmaMaxSpec  # noqa: E402
+from grokverify.engine.loop import SeedTrainer  # noqa: E402
+from grokverify.engine.optimizers import uses_fused  # noqa: E402
+from grokverify.spec import ExperimentSpec, load_claim  # noqa: E402
 
 
 @dataclass
@@ -81,11 +87,11 @@ def _mlp_matmuls(b: int, layers: list[tuple[int, int]]) -> list[tuple[int, int, 
 
 
 def _table_matmuls(p: int, d: int, h: int) -> list[tuple[int, int, int]]:
-    """The matmuls of EmbedMLP's first layer as the engine computes it for a batch of at least
-    p rows (models._OperandTableReLU): per operand, its (p, H) table, the table gradient's
-    weight and embedding products; for the constant op and "=" tokens, the bias vector and its
-    embedding gradient (their weight gradient is an outer product, not a matmul)."""
-    return 2 * [(p, d, h), (d, p, h), (p, h, d)] + [(1, 2 * d, h), (1, h, 2 * d)]
+    """The matmuls of the MLP's first layer as the engine's fast path computes it for a batch
+    of at least p rows (grokverify.engine.fast): per operand its (p, H) table and the table
+    gradient's weight and embedding products; for the constant op and "=" tokens the bias
+    vector and its embedding gradient (their weight gradient is an outer product)."""
+    return 2 * [(p, d, h), (d, p, h), (p, h, d)] + 2 * [(1, d, h), (1, h, d)]
 
 
 def workloads(quick: bool) -> list[Workload]:
@@ -113,8 +119,7 @@ def _timed(fn: Callable[[], None]) -> float:
 
 def _train_capped(train: Callable[[int], None], steps: int, cap_s: float) -> tuple[int, float]:
     """Train `steps` steps in blocks, stopping early past cap_s seconds (a setting that
-    collapses under load, e.g. two threads while another process holds a core, would
-    otherwise take minutes); (steps done, seconds)."""
+    collapses under load would otherwise take minutes); (steps done, seconds)."""
     block, done, start = max(1, steps // 10), 0, time.perf_counter()
     while done < steps and (done == 0 or time.perf_counter() - start < cap_s):
         n = min(block, steps - done)
@@ -134,13 +139,14 @@ def plain_rate(w: Workload, threads: int, cap_s: float) -> float:
     return steps / total
 
 
-def engine_rate(w: Workload, cap_s: float, threads: int) -> tuple[float, bool]:
+def engine_rate(exp: ExperimentSpec, seeds: int, steps: int, cap_s: float, threads: int,
+                fast: bool = True) -> tuple[float, bool]:
     torch.set_num_threads(threads)
-    with SeedTrainer(w.exp, list(range(w.seeds))) as trainer:
+    with SeedTrainer(exp, list(range(seeds)), fast=fast) as trainer:
         trainer.train(3)
-        steps, dt = _train_capped(trainer.train, w.steps, cap_s)
+        done, dt = _train_capped(trainer.train, steps, cap_s)
         fused = all(uses_fused(shard.optimizer) for shard in trainer.shards)
-    return w.seeds * steps / dt, fused
+    return seeds * done / dt, fused
 
 
 def roof_rate(w: Workload, threads: int, matmuls: list[tuple[int, int, int]] | None = None,
@@ -213,6 +219,28 @@ def eval_share(quick: bool, repeats: int) -> float:
     return worst
 
 
+def probe_overheads(quick: bool, repeats: int, threads: int) -> tuple[float, float]:
+    """(sigma_max every 100 steps, a probe never due after step 0): training time with the
+    probe over training time without, interleaved, on the first quick-scale arm of the claims
+    (paper 1's MLP: p = 31, d = 64, hidden 256, batch 128, 12 seeds)."""
+    label, exp, n = quick_arms(True)[0]
+    variants = {
+        "none": exp,
+        "sigma_max/100": exp.model_copy(
+            update={"probes": [SigmaMaxSpec(name="sigma_max", every=100)]}),
+        "idle": exp.model_copy(update={"probes": [SigmaMaxSpec(name="sigma_max", every=10**9)]}),
+    }
+    steps = 200 if quick else 1000  # a multiple of 100: each window holds the same probe points
+    rates: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(repeats):
+        for name, e in variants.items():
+            rates[name].append(engine_rate(e, n, steps, 1e9, threads)[0])
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"probes on {label} ({n} seeds, {steps} steps a repeat): "
+          + ", ".join(f"{k} {v:.0f} model-steps/s" for k, v in med.items()))
+    return med["none"] / med["sigma_max/100"] - 1, med["none"] / med["idle"] - 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
@@ -222,20 +250,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = max(3, args.repeats)
     threads0 = torch.get_num_threads()
+    from grokverify.engine import numerics
+
+    numerics.pin()
     print(f"torch {torch.__version__}, {threads0} threads available, {repeats} repeats"
-          f"{' (quick)' if args.quick else ''}")
+          f"{' (quick)' if args.quick else ''}; kernels {numerics.describe()}")
     summary: dict[str, float] = {}
     cap_s = 1.0 if args.quick else 6.0  # per measurement
     for w in workloads(args.quick):
-        rates: dict[str, list[float]] = {"a1": [], "a2": [], "b": [], "roof": [], "gflops": [],
-                                         "own": []}
+        rates: dict[str, list[float]] = {k: [] for k in
+                                         ("a1", "a2", "b", "derived", "roof", "gflops", "own")}
         fused = True
         for _ in range(repeats):  # interleaved, so drifting machine load hits every variant
             rates["a1"].append(plain_rate(w, 1, cap_s))
             rates["a2"].append(plain_rate(w, args.threads, cap_s))
-            rate, fused_now = engine_rate(w, cap_s, args.threads)
+            rate, fused_now = engine_rate(w.exp, w.seeds, w.steps, cap_s, args.threads)
             rates["b"].append(rate)
             fused &= fused_now
+            rates["derived"].append(engine_rate(w.exp, w.seeds, w.steps, cap_s, args.threads,
+                                                fast=False)[0])
             roof, gflops = roof_rate(w, args.threads)
             rates["roof"].append(roof)
             rates["gflops"].append(gflops)
@@ -244,30 +277,39 @@ def main(argv: list[str] | None = None) -> int:
         med = {k: statistics.median(v) for k, v in rates.items()}
         plain = max(med["a1"], med["a2"])
         speedup, share, own = med["b"] / plain, med["b"] / med["roof"], med["b"] / med["own"]
+        gain = med["b"] / med["derived"]
         print(f"{w.name}: K = {w.seeds}, {w.steps} steps a repeat, fused optimizer: {fused}")
         print(f"  (a) plain per seed: {med['a1']:.0f} model-steps/s (1 thread), "
               f"{med['a2']:.0f} ({args.threads} threads)   runs: "
               + " / ".join(f"{x:.0f}" for x in rates["a1"] + rates["a2"]))
         print(f"  (b) engine, {w.seeds} seeds: {med['b']:.0f} model-steps/s   runs: "
               + " / ".join(f"{x:.0f}" for x in rates["b"]))
+        print(f"  (b') engine, derived form only (vmap): {med['derived']:.0f} model-steps/s   "
+              f"runs: " + " / ".join(f"{x:.0f}" for x in rates["derived"]))
         print(f"  (c) matmul roof: {med['roof']:.0f} model-steps/s ({med['gflops']:.0f} GFLOP/s)"
               f"   runs: " + " / ".join(f"{x:.0f}" for x in rates["roof"]))
         if w.engine_matmuls:
             print(f"  (c') roof of the engine's own matmuls (first layer as tables): "
                   f"{med['own']:.0f} model-steps/s   runs: "
                   + " / ".join(f"{x:.0f}" for x in rates["own"]))
-        print(f"  speedup (b)/(a) = {speedup:.2f}, (b)'s share of the roof (c) = {share:.2f}"
+        print(f"  speedup (b)/(a) = {speedup:.2f}, fast path gain (b)/(b') = {gain:.2f}, "
+              f"(b)'s share of the roof (c) = {share:.2f}"
               + (f" (of its own matmuls' roof (c'): {own:.2f})" if w.engine_matmuls else ""))
         summary[f"{w.name}_speedup"] = speedup
-        summary[f"{w.name}_roof_fraction"] = share
+        summary[f"{w.name}_roof_share"] = share
         summary[f"{w.name}_own_matmul_fraction"] = own
+        summary[f"{w.name}_fast_gain"] = gain
     print("evaluation share at the claims' quick scales:")
     summary["eval_share"] = eval_share(args.quick, repeats)
     print(f"eval_share={summary['eval_share']:.3f}")
+    probe, idle = probe_overheads(args.quick, repeats, args.threads)
+    print(f"probes_idle_overhead={idle:.3f} toy_fast_gain={summary['toy_fast_gain']:.2f} "
+          f"p97_fast_gain={summary['p97_fast_gain']:.2f} "
+          f"p97_roof_fraction={summary['p97_roof_share']:.2f} "
+          f"p97_own_matmul_fraction={summary['p97_own_matmul_fraction']:.2f}")
     torch.set_num_threads(threads0)
     print(f"toy_speedup={summary['toy_speedup']:.2f} p97_speedup={summary['p97_speedup']:.2f} "
-          f"p97_roof_fraction={summary['p97_roof_fraction']:.2f} "
-          f"p97_own_matmul_fraction={summary['p97_own_matmul_fraction']:.2f}")
+          f"toy_roof_share={summary['toy_roof_share']:.2f} probe_overhead={probe:.3f}")
     return 0
 
 

@@ -10,15 +10,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from grokverify.verdict import format_ci, format_number
 
 if TYPE_CHECKING:
-    from grokverify.pipeline import ClaimRun
+    from grokverify.outcome import ClaimRun
     from grokverify.stats import CriterionResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -79,18 +80,27 @@ def _title(run: ClaimRun) -> str:
         "" if paper else " (NOT the paper's setting)")
 
 
+def _cell(x: Any) -> str:
+    """A criterion column's value: a pair is a CI, a word stays a word, else a number (escaped:
+    rich would read "[inf, inf]" as markup)."""
+    if isinstance(x, tuple):
+        return escape(format_ci(x))
+    return escape(x if isinstance(x, str) else format_number(float(x)))
+
+
 def _arms_table(run: ClaimRun) -> Table:
+    """One row per member and arm: the seeds left out, then whatever columns the criterion
+    gives its arms (the union over members, in the order given)."""
     table = Table(title=_title(run))
-    level = next(iter(run.results.values())).ci_level
-    for col in ("member", "arm", "seeds", "events", "censored", "excluded", "median",
-                f"{level * 100:.4g}% CI"):
+    rows = [(member, arm) for member, res in run.results.items() for arm in res.arms]
+    labels: list[str] = []
+    for _, arm in rows:
+        labels += [k for k in arm.columns if k not in labels]
+    for col in ("member", "arm", "left out", *labels):
         table.add_column(col)
-    for member, res in run.results.items():
-        for arm in res.arms:
-            excluded = sum(arm.excluded.values())
-            table.add_row(member or "—", arm.name, str(arm.n + excluded), str(arm.events),
-                          str(arm.censored), str(excluded), format_number(arm.median),
-                          format_ci(arm.median_ci))
+    for member, arm in rows:
+        table.add_row(member or "—", arm.name, str(sum(arm.excluded.values())),
+                      *(_cell(arm.columns[k]) if k in arm.columns else "—" for k in labels))
     return table
 
 
@@ -223,7 +233,8 @@ def _cmd_store(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]corrupt[/red]  {path}: {why}")
     for path, why in report.orphaned:
         console.print(f"[yellow]orphaned[/yellow] {path}: {why}")
-    console.print(f"{report.ok} record(s) ok ({report.older_code} from another code version, "
+    console.print(f"{report.ok} record(s) ok ({report.other_version} from another results "
+                  f"version or torch, "
                   f"kept but not reused), {len(report.corrupt)} corrupt, "
                   f"{len(report.orphaned)} orphaned")
     return EXIT_RUN_FAILED if report.corrupt or report.orphaned else EXIT_OK

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-import torch
-
+from grokverify.engine import numerics
+from grokverify.engine.version import RESULTS_VERSION
 from grokverify.expand import Trial
 from grokverify.spec import ExperimentSpec
-from grokverify.store import code_version
-from grokverify.train import ProgressFn, train_seeds
+from grokverify.store import code_version, key_inputs
 
+ProgressFn = Callable[[int, int], None]
 OnDone = Callable[[Trial, list[dict[str, Any]]], None]
 OnProgress = Callable[[int, int], None]  # (seed-steps done, running trials)
 
@@ -33,28 +33,50 @@ class ExecutionError(RuntimeError):
 
 
 def device_name(device: str) -> str:
+    import torch
+
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return platform.processor() or platform.machine()
 
 
 def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
-              progress: ProgressFn | None = None) -> list[dict[str, Any]]:
-    """Train one chunk and return one store record per seed (runs in a worker or in-process)."""
+              expected_numerics: str, progress: ProgressFn | None = None,
+              ) -> list[dict[str, Any]]:
+    """Train one chunk and return one store record per seed (runs in a worker or in-process).
+
+    `expected_numerics` is the numerics tag the driver put in the records' keys; a worker whose
+    kernels are different (pinning turned off on one machine only, a CPU without AVX2) refuses
+    rather than store records under a key they do not match."""
+    import torch
+
+    from grokverify.engine.loop import train_seeds
+
     torch.set_num_threads(threads)  # a reused Ray worker keeps the count torch first chose
     exp = ExperimentSpec.model_validate(exp_json)
+    device_type = torch.device(device).type
+    if device_type == "cpu":
+        numerics.pin()
+    if numerics.tag(device_type) != expected_numerics:
+        raise RuntimeError(
+            f"this worker's numerics are {numerics.tag(device_type)!r} but the run keyed its "
+            f"records for {expected_numerics!r}; set GROKVERIFY_NUMERICS the same way on the "
+            f"driver and every worker (docs/determinism.md)")
     start = time.perf_counter()
     results = train_seeds(exp, seeds, device, progress)
     wall = time.perf_counter() - start
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     common = {
-        "experiment": exp.model_dump(mode="json"), "code_version": code_version(),
-        "device": device, "device_name": device_name(device), "torch": torch.__version__,
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "experiment": exp.model_dump(mode="json"), "results_version": RESULTS_VERSION,
+        "code_version": code_version(), "device": device_type,
+        "device_name": device_name(device), "torch": torch.__version__,
+        "numerics": {"tag": numerics.tag(device_type), **(
+            numerics.describe() if device_type == "cpu" else {})},
         "host": platform.node(), "threads": threads, "chunk_seeds": list(seeds),
         "chunk_wall_s": round(wall, 3), "created": created,
     }
-    return [{**common, "seed": r.seed, "result": r.to_dict()} for r in results]
+    return [{**common, "seed": r["seed"], "key_inputs": key_inputs(exp, r["seed"], device_type),
+             "result": r} for r in results]
 
 
 class Executor(Protocol):
@@ -81,7 +103,7 @@ class LocalExecutor:
                 on_progress(base + step * n, 1)
 
             records = run_trial(trial.experiment.model_dump(mode="json"), list(trial.seeds),
-                                self.device, self.threads, tick)
+                                self.device, self.threads, trial.numerics, tick)
             done += trial.seed_steps
             on_done(trial, records)
             on_progress(done, 0)
@@ -147,7 +169,7 @@ class RayExecutor:
             num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task, max_retries=2)
         pending = {
             remote.remote(t.experiment.model_dump(mode="json"), list(t.seeds), self.device,
-                          self.cpus_per_task): t
+                          self.cpus_per_task, t.numerics): t
             for t in trials
         }
         done_steps = 0
@@ -180,6 +202,8 @@ class RayExecutor:
 
 
 def resolve_device(requested: str) -> str:
+    import torch
+
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():

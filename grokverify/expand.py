@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grokverify.engine import numerics
 from grokverify.spec import ExperimentSpec, LoadedClaim
 from grokverify.store import Store, record_key
 
@@ -29,6 +30,7 @@ class Trial:
     experiment: ExperimentSpec
     seeds: tuple[int, ...]
     keys: tuple[str, ...]
+    numerics: str  # the numerics tag in the keys: the worker must match it
 
     @property
     def label(self) -> str:
@@ -41,6 +43,8 @@ class Trial:
 
 def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
               n_seeds: int | None = None) -> list[ArmPlan]:
+    """Every arm's seeds and store keys; `device_type` "cpu" or "cuda" ("cuda:1" is "cuda")."""
+    device_type = device_type.split(":")[0]
     n = n_seeds or loaded.scale_seeds(scale)
     seeds = tuple(range(n))
     plans = []
@@ -51,8 +55,8 @@ def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
     return plans
 
 
-def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store,
-                   chunk_size: int) -> list[Trial]:
+def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size: int,
+                   device_type: str) -> list[Trial]:
     """Seeds whose records are missing, in chunks of at most chunk_size per arm. Arms with the
     same resolved experiment share records, so a seed is scheduled once."""
     trials: list[Trial] = []
@@ -64,5 +68,6 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store,
         for i in range(0, len(todo), chunk_size):
             part = todo[i:i + chunk_size]
             trials.append(Trial(claim_id, plan.member, plan.arm, plan.experiment,
-                                tuple(s for s, _ in part), tuple(k for _, k in part)))
+                                tuple(s for s, _ in part), tuple(k for _, k in part),
+                                numerics.tag(device_type)))
     return trials

@@ -1,35 +1,53 @@
-"""Per-seed metrics: a registered function turns one seed's record summary into a
-time-to-event observation (time, observed), or None when the seed has no defined value.
+"""Per-seed metrics: a registered function turns one seed's result (the record's ``result``:
+its named curves and summary) and the metric's spec into an observation (value, observed), or
+None when the seed has no defined value.
 
-A seed that never reaches the event within the budget is censored at the budget, never dropped.
+Time metrics read the summary; a seed that never reaches the event within the budget is
+censored at the budget (observed False), never dropped. Value metrics read curves and are always
+observed. A curve value that is null (or not finite) counts as missing.
+The spec classes, their kinds and parameters are `grokverify.catalog.metrics`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-Observation = tuple[float, bool] | None
-MetricFn = Callable[[dict[str, Any]], Observation]
+from grokverify.catalog.metrics import (
+    CurveAt,
+    CurveMean,
+    CurveRatio,
+    FinalValue,
+    MetricSpec,
+)
+
+Observation = tuple[float, bool]
+MetricFn = Callable[[dict[str, Any], Any], Observation | None]
+
+
+# ---------------------------------------------------------------- time metrics
 
 
 def _step_or_censored(step: int | None, budget: int) -> Observation:
     return (float(step), True) if step is not None else (float(budget), False)
 
 
-def val_threshold_step(s: dict[str, Any]) -> Observation:
+def val_threshold_step(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
     """Steps until validation accuracy first reaches τ_val."""
+    s = result["summary"]
     return _step_or_censored(s["val_step"], s["budget"])
 
 
-def train_threshold_step(s: dict[str, Any]) -> Observation:
+def train_threshold_step(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
     """Steps until training accuracy first reaches τ_train."""
+    s = result["summary"]
     return _step_or_censored(s["train_step"], s["budget"])
 
 
-def grokking_lag(s: dict[str, Any]) -> Observation:
-    """Steps from fitting (τ_train) to generalising (τ_val); censored at budget − fit step when
-    validation never gets there; undefined (None) when the training set is never fitted."""
+def grokking_lag(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
+    """Steps from fitting to generalising; censored at budget − fit step."""
+    s = result["summary"]
     if s["train_step"] is None:
         return None
     if s["val_step"] is None:
@@ -37,10 +55,10 @@ def grokking_lag(s: dict[str, Any]) -> Observation:
     return float(max(s["val_step"] - s["train_step"], 0)), True
 
 
-def delay_ratio(s: dict[str, Any]) -> Observation:
-    """Step of τ_val over step of τ_train: how many times longer generalising takes than
-    fitting (≈1 when they rise together); censored at budget / fit step when validation never
-    gets there; undefined (None) when the training set is never fitted."""
+def delay_ratio(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
+    """Step of τ_val over step of τ_train (a fit at step 0 counts as step 1); censored at
+    budget / fit step."""
+    s = result["summary"]
     if s["train_step"] is None:
         return None
     fit = max(s["train_step"], 1)
@@ -49,12 +67,74 @@ def delay_ratio(s: dict[str, Any]) -> Observation:
     return max(s["val_step"], fit) / fit, True
 
 
+# ---------------------------------------------------------------- value metrics
+
+
+def _points(result: dict[str, Any], name: str) -> list[tuple[int, float | None]]:
+    """(step, value or None) of a curve; a curve the record lacks is a wiring error, since the
+    claim's curves are checked against the experiment when it is loaded."""
+    curves = result["curves"]
+    if name not in curves:
+        raise KeyError(f"the record has no curve {name!r}; it has {sorted(curves)}")
+    curve = curves[name]
+    return [(int(step), _number(v)) for step, v in zip(curve["steps"], curve["values"],
+                                                       strict=True)]
+
+
+def _number(v: Any) -> float | None:
+    if v is None:
+        return None
+    x = float(v)
+    return x if math.isfinite(x) else None
+
+
+def _window_mean(result: dict[str, Any], name: str, start: int, end: int) -> float | None:
+    values = [v for step, v in _points(result, name) if start <= step <= end and v is not None]
+    return math.fsum(values) / len(values) if values else None
+
+
+def curve_at(result: dict[str, Any], spec: CurveAt) -> Observation | None:
+    """The curve's value at its last recorded step <= `step`."""
+    before = [v for step, v in _points(result, spec.curve) if step <= spec.step]
+    if not before or before[-1] is None:
+        return None
+    return before[-1], True
+
+
+def curve_mean(result: dict[str, Any], spec: CurveMean) -> Observation | None:
+    """Mean of the curve's non-null values at its recorded steps in [start, end]."""
+    mean = _window_mean(result, spec.curve, spec.start, spec.end)
+    return None if mean is None else (mean, True)
+
+
+def curve_ratio(result: dict[str, Any], spec: CurveRatio) -> Observation | None:
+    """Window mean of the numerator over the window mean of the denominator."""
+    num = _window_mean(result, spec.numerator, spec.start, spec.end)
+    den = _window_mean(result, spec.denominator, spec.start, spec.end)
+    if num is None or den is None or den == 0:
+        return None
+    ratio = num / den
+    return (ratio, True) if math.isfinite(ratio) else None
+
+
+def final_value(result: dict[str, Any], spec: FinalValue) -> Observation | None:
+    """The curve's last non-null value."""
+    values = [v for _, v in _points(result, spec.curve) if v is not None]
+    return (values[-1], True) if values else None
+
+
 METRICS: dict[str, MetricFn] = {
     "val_threshold_step": val_threshold_step,
     "train_threshold_step": train_threshold_step,
     "grokking_lag": grokking_lag,
     "delay_ratio": delay_ratio,
+    "curve_at": curve_at,
+    "curve_mean": curve_mean,
+    "curve_ratio": curve_ratio,
+    "final_value": final_value,
 }
 
-DESCRIPTIONS: dict[str, str] = {name: " ".join((fn.__doc__ or "").split())
-                                for name, fn in METRICS.items()}
+
+def observe(spec: MetricSpec, result: dict[str, Any]) -> Observation | None:
+    """The metric `spec` of one seed's result (the record's ``result``)."""
+    return METRICS[spec.name](result, spec)

@@ -7,9 +7,7 @@ every sequential round), and nothing is started when every record is already sto
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,66 +15,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from grokverify.execute import EXECUTORS, ExecutionError, Executor, resolve_device
-from grokverify.expand import ArmPlan, Trial, pending_trials, plan_arms
-from grokverify.family import FamilyResult, combine
+from grokverify.expand import Trial, pending_trials, plan_arms
+from grokverify.family import combine
+from grokverify.outcome import ClaimRun, RunOptions
 from grokverify.report import write_report
 from grokverify.samples import arm_sample
-from grokverify.spec import SINGLE, LoadedClaim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.sequential import at_level, nominal_levels
+from grokverify.spec import LoadedClaim
+from grokverify.stats import CRITERIA
+from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.store import Store
 
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclass
-class RunOptions:
-    scale: str = "quick"
-    seeds: int | None = None
-    store: Path = Path(".grokverify/store")
-    reports: Path = Path("reports")
-    executor: str = "ray"
-    address: str | None = None
-    device: str = "auto"
-    chunk_size: int = 16
-    cpus_per_task: int = 1
-    gpus_per_task: float = 1.0
-
-
-@dataclass
-class ClaimRun:
-    """What one claim's run produced."""
-
-    loaded: LoadedClaim
-    scale: str
-    plans: list[ArmPlan]
-    trained: int = 0  # seeds trained in this run
-    reused: int = 0  # seeds taken from the store
-    results: dict[str, CriterionResult] = field(default_factory=dict)  # member -> result
-    samples: dict[str, dict[str, ArmSample]] = field(default_factory=dict)  # member -> arm -> ...
-    family: FamilyResult | None = None
-    schedule: list[tuple[int, float | None]] = field(default_factory=list)  # (seeds, CI level)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    report_dir: Path | None = None
-    wall_s: float = 0.0
-    train_wall_s: float = 0.0
-    started: str = field(default_factory=lambda: _now())
-
-
-    @property
-    def result(self) -> CriterionResult:
-        """The criterion result of a claim without a family."""
-        return self.results[SINGLE]
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.family.verdict if self.family else self.result.verdict
-
-    @property
-    def reason(self) -> str:
-        return self.family.reason if self.family else self.result.reason
+__all__ = ["ClaimRun", "RunOptions", "analyse", "run_claims", "schedule", "seeding"]
 
 
 def _device_for(opts: RunOptions) -> str:
@@ -196,30 +145,26 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
     return walls, trained
 
 
-def _declared_level(params: BaseModel) -> float:
-    """The criterion's own CI level (TOST's is 1 - 2 alpha)."""
-    if "ci_level" in type(params).model_fields:
-        return float(params.ci_level)  # type: ignore[attr-defined]
-    return 1.0 - 2.0 * float(params.alpha)  # type: ignore[attr-defined]
+def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
+    """The claim's looks at `scale`: one at a fixed seed count (``--seeds N`` included), or the
+    sequential rounds of ``seeds: {min, max, step}``, each at its spending rule's level."""
+    seeds = override if override is not None else loaded.scale_seeds(scale)
+    if isinstance(seeds, int):
+        return Rounds.fixed(seeds)
+    return Rounds.with_spending(seeds.looks(), own_alpha(loaded.claim.criterion), seeds.spending)
 
 
 def schedule(loaded: LoadedClaim, scale: str,
              override: int | None) -> list[tuple[int, float | None]]:
-    """(seed count, CI level or None for the criterion's own) for each round."""
-    seeds = override if override is not None else loaded.scale_seeds(scale)
-    if isinstance(seeds, int):
-        return [(seeds, None)]
-    looks = seeds.looks()
-    alpha = 1.0 - _declared_level(loaded.claim.criterion)
-    levels = nominal_levels([n / looks[-1] for n in looks], alpha, seeds.spending)
-    return [(n, 1.0 - a) for n, a in zip(looks, levels, strict=True)]
+    """(seed count, CI level or None for the criterion's own) for each look."""
+    return [(look.n, look.ci_level) for look in seeding(loaded, scale, override).looks]
 
 
-def analyse(run: ClaimRun, store: Store, level: float | None = None) -> None:
+def analyse(run: ClaimRun, store: Store, look: Look) -> None:
     """Per member: records → samples → criterion; then the family combination, if any."""
     claim = run.loaded.claim
     criterion = CRITERIA[claim.criterion.name]
-    params = claim.criterion if level is None else at_level(claim.criterion, level)
+    params: BaseModel = Rounds.params_at(claim.criterion, look)
     extra = criterion.metrics_of(claim.criterion) if criterion.metrics_of else []
     run.samples = {}
     for plan in run.plans:
@@ -235,8 +180,17 @@ def analyse(run: ClaimRun, store: Store, level: float | None = None) -> None:
     run.family = combine(run.results, claim.family.correction) if claim.family else None
 
 
-def _round_record(run: ClaimRun, n: int, level: float | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"seeds": n, "ci_level": level, "verdict": run.verdict.value}
+def _open_look(run: ClaimRun) -> Look:
+    """The look an open run trains for and is judged at next (the same until it is recorded)."""
+    look = run.seeding.next_look()
+    if look is None:
+        raise RuntimeError(f"{run.loaded.claim.id}: no look left; the run is done")
+    return look
+
+
+def _round_record(run: ClaimRun, look: Look) -> dict[str, Any]:
+    out: dict[str, Any] = {"seeds": look.n, "ci_level": look.ci_level,
+                           "verdict": run.verdict.value}
     if run.family is None:
         out.update(estimate=run.result.estimate, ci=list(run.result.ci))
     else:
@@ -269,7 +223,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
     _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
     store = Store(opts.store)
     start = time.perf_counter()
-    runs = [ClaimRun(loaded, opts.scale, [], schedule=schedule(loaded, opts.scale, opts.seeds))
+    runs = [ClaimRun(loaded, opts.scale, [], seeding(loaded, opts.scale, opts.seeds))
             for loaded in claims]
     trainer = _Trainer(store, opts, device, console)
     open_runs = list(runs)
@@ -277,22 +231,22 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
         while open_runs:
             trials: list[Trial] = []
             for run in open_runs:
-                n, _ = run.schedule[len(run.rounds)]
-                run.plans = plan_arms(run.loaded, opts.scale, device, n)
+                look = _open_look(run)
+                run.plans = plan_arms(run.loaded, opts.scale, device, look.n)
                 trials.extend(pending_trials(run.loaded.claim.id, run.plans, store,
-                                             opts.chunk_size))
+                                             opts.chunk_size, device.split(":")[0]))
             if trials:
                 store.check_writable()
             walls, trained = _train_claimed(trials, trainer, store, console)
             still_open = []
             for run in open_runs:
-                n, level = run.schedule[len(run.rounds)]
+                look = _open_look(run)
                 run.train_wall_s += walls.get(run.loaded.claim.id, 0.0)
                 run.trained += trained.get(run.loaded.claim.id, 0)
-                analyse(run, store, level)
-                run.rounds.append(_round_record(run, n, level))
-                decided = run.verdict in (Verdict.SUPPORTED, Verdict.REFUTED)
-                if decided or len(run.rounds) == len(run.schedule):
+                analyse(run, store, look)
+                run.rounds.append(_round_record(run, look))
+                run.seeding.record(run.verdict)  # a family decides on the family's verdict
+                if run.seeding.done:
                     run.reused = len({k for p in run.plans for k in p.keys}) - run.trained
                     run.wall_s = time.perf_counter() - start
                     run.report_dir = write_report(run, store, opts, device)

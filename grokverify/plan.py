@@ -42,6 +42,10 @@ def pilot_samples(loaded: LoadedClaim, scale: str, store: Store,
 def plan_claim(loaded: LoadedClaim, scale: str, store: Store, device: str,
                effect: float | None, target_power: float, candidates: list[int],
                n_sim: int, seed: int = 0) -> ClaimPlan:
+    if effect is not None and loaded.claim.metric.kind != "time":
+        raise ValueError(f"{loaded.claim.id}: a declared effect simulates times to an event, "
+                         f"but metric {loaded.claim.metric.name!r} is a {loaded.claim.metric.kind}"
+                         " metric; run a pilot and plan from the store instead (no --effect)")
     n, pilot = pilot_samples(loaded, scale, store, device)
     if n == 0 and effect is None:
         raise ValueError(f"{loaded.claim.id}: no pilot seeds in the store at scale {scale!r}; "

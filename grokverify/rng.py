@@ -1,12 +1,12 @@
 """Named random streams: every random choice derives from (seed, stream name, context), so a
-seed's split, initialisation and data order never depend on what else runs beside it."""
+seed's split, initialisation and data order never depend on what else runs beside it.
+(`grokverify.engine.streams` gives the torch generators of the same streams.)"""
 
 from __future__ import annotations
 
 import hashlib
 
 import numpy as np
-import torch
 
 
 def stream_seed(seed: int, stream: str, context: str = "") -> int:
@@ -17,9 +17,3 @@ def stream_seed(seed: int, stream: str, context: str = "") -> int:
 
 def numpy_rng(seed: int, stream: str, context: str = "") -> np.random.Generator:
     return np.random.default_rng(stream_seed(seed, stream, context))
-
-
-def torch_generator(seed: int, stream: str, context: str = "") -> torch.Generator:
-    gen = torch.Generator(device="cpu")
-    gen.manual_seed(stream_seed(seed, stream, context))
-    return gen

@@ -4,43 +4,54 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from grokverify.metrics import METRICS
-from grokverify.spec import MetricSpec
+from grokverify.catalog.metrics import MetricSpec
+from grokverify.metrics import Observation, observe
 from grokverify.stats import ArmSample
+from grokverify.stats.base import OBSERVED_SUFFIX
+
+DIVERGED = "diverged"
+
+
+def seed_value(metric: MetricSpec, record: dict[str, Any]) -> Observation | str:
+    """One seed's (value, observed), or the reason it is left out: diverged under the metric's
+    ``on_diverged: exclude``, or the metric's own reason for an undefined value."""
+    result = record["result"]
+    if result["summary"]["diverged"] and metric.on_diverged == "exclude":
+        return DIVERGED
+    obs = observe(metric, result)
+    return metric.undefined if obs is None else obs
 
 
 def arm_sample(arm: str, records: list[dict[str, Any]], metric: MetricSpec,
-               extra_metrics: list[str] | tuple[str, ...] = ()) -> ArmSample:
+               extra_metrics: Sequence[MetricSpec] = ()) -> ArmSample:
     """Censored seeds stay in (censored at the budget); only declared rules leave a seed out,
     and each one left out is counted under its reason. `extra_metrics` (e.g. a correlation's
-    x and y) are read for the same seeds into `extra[name]` and `extra[name + ".observed"]`,
-    NaN where undefined for a seed."""
-    fn = METRICS[metric.name]
-    times: list[float] = []
+    x and y) are read for the same seeds into ``extra[label]`` and ``extra[label.observed]``,
+    NaN where undefined (or left out by that metric's own divergence rule) for a seed."""
+    values: list[float] = []
     observed: list[bool] = []
     seeds: list[int] = []
-    extra: dict[str, list[float]] = {k: [] for name in extra_metrics
-                                     for k in (name, f"{name}.observed")}
+    extra: dict[str, list[Any]] = {k: [] for m in extra_metrics
+                                   for k in (m.label(), m.label() + OBSERVED_SUFFIX)}
     excluded: Counter[str] = Counter()
     for rec in records:
-        summary = rec["result"]["summary"]
-        obs = fn(summary)
-        if summary["diverged"] and metric.on_diverged == "exclude":
-            excluded["diverged"] += 1
-        elif obs is None:
-            excluded["undefined (training set never fitted)"] += 1
-        else:
-            times.append(obs[0])
-            observed.append(obs[1])
-            seeds.append(int(summary["seed"]))
-            for name in extra_metrics:
-                value = METRICS[name](summary)
-                extra[name].append(math.nan if value is None else value[0])
-                extra[f"{name}.observed"].append(value is not None and value[1])
-    arrays = {k: np.asarray(v, dtype=bool if k.endswith(".observed") else float)
+        got = seed_value(metric, rec)
+        if isinstance(got, str):
+            excluded[got] += 1
+            continue
+        values.append(got[0])
+        observed.append(got[1])
+        seeds.append(int(rec["result"]["summary"]["seed"]))
+        for m in extra_metrics:
+            other = seed_value(m, rec)
+            defined = not isinstance(other, str)
+            extra[m.label()].append(other[0] if defined else math.nan)
+            extra[m.label() + OBSERVED_SUFFIX].append(defined and other[1])
+    arrays = {k: np.asarray(v, dtype=bool if k.endswith(OBSERVED_SUFFIX) else float)
               for k, v in extra.items()}
-    return ArmSample(arm, times, observed, tuple(seeds), dict(excluded), extra=arrays)
+    return ArmSample(arm, values, observed, tuple(seeds), dict(excluded), arrays, metric.kind)

@@ -13,15 +13,22 @@ import difflib
 import re
 import types
 import typing
+from collections.abc import Collection
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from grokverify.models import MODELS
+from grokverify.catalog.criteria import CRITERION_SPECS
+from grokverify.catalog.interventions import INTERVENTION_SPECS, InterventionSpec
+from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, AnyMetric, names_of_kind
+from grokverify.catalog.metrics import MetricSpec as _Metric
+from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
+from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
+from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
+from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
 from grokverify.specbase import Int, StrictModel
-from grokverify.stats import CRITERIA
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
 # ---------------------------------------------------------------- experiment
@@ -48,14 +55,12 @@ class TaskSpec(StrictModel):
     @field_validator("op")
     @classmethod
     def _known_op(cls, v: str) -> str:
-        from grokverify.tasks import OPS
-        return _known(v, OPS, "operation")
+        return _known(v, OP_NAMES, "operation")
 
     @field_validator("split")
     @classmethod
     def _known_split(cls, v: str) -> str:
-        from grokverify.tasks import SPLITS
-        return _known(v, SPLITS, "split strategy")
+        return _known(v, SPLIT_NAMES, "split strategy")
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:
@@ -64,7 +69,6 @@ class TaskSpec(StrictModel):
                              f"{self.train_frac} + {self.test_frac}")
         if self.op == "div" and (not self.modular or not _is_prime(self.p)):
             raise ValueError("op 'div' needs modular: true and a prime p (modular inverse)")
-        from grokverify.tasks import split_sizes
         n, n_train, n_val = split_sizes(self)
         if n_train < 1 or n_val < 1:
             raise ValueError(f"this split leaves {n_train} training and {n_val} validation "
@@ -87,8 +91,7 @@ class OptimizerSpec(StrictModel):
     @field_validator("name")
     @classmethod
     def _known_name(cls, v: str) -> str:
-        from grokverify.optim import OPTIMIZERS
-        return _known(v, OPTIMIZERS, "optimizer")
+        return _known(v, OPTIMIZER_NAMES, "optimizer")
 
     @field_validator("betas")
     @classmethod
@@ -99,9 +102,7 @@ class OptimizerSpec(StrictModel):
 
     # Settings of some optimizers only. Set for another one they are an error (not ignored);
     # an arm that changes `name` drops the ones the new optimizer lacks (`deep_merge`).
-    ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = {
-        "betas": ("adam", "adamw"), "eps": ("adam", "adamw"),
-        "momentum": ("sgd",), "nesterov": ("sgd",)}
+    ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = ONLY_FOR
 
     @model_validator(mode="after")
     def _fields_apply(self) -> OptimizerSpec:
@@ -136,27 +137,61 @@ class TrainingSpec(StrictModel):
 
 
 ModelSpec = Annotated[
-    typing.Union[tuple(cls.spec_class for cls in MODELS.values())],  # noqa: UP007
+    typing.Union[tuple(MODEL_SPECS.values())],  # noqa: UP007
     Field(discriminator="kind"),
+]
+AnyProbe = Annotated[
+    typing.Union[tuple(PROBE_SPECS.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
+AnyIntervention = Annotated[
+    typing.Union[tuple(INTERVENTION_SPECS.values())],  # noqa: UP007
+    Field(discriminator="name"),
 ]
 
 
 class ExperimentSpec(StrictModel):
-    """Everything that determines one seed's training run (hashed into its store key)."""
+    """Everything that determines one seed's training run and what is recorded of it (hashed
+    into its store key)."""
 
     task: TaskSpec
     model: ModelSpec
     optimizer: OptimizerSpec
     training: TrainingSpec
+    probes: list[AnyProbe] = Field(
+        default_factory=list, description="measurements recorded as curves during training")
+    interventions: list[AnyIntervention] = Field(
+        default_factory=list, description="changes to training at declared points")
 
     @model_validator(mode="after")
     def _optimizer_fits_model(self) -> ExperimentSpec:
-        has_embedding = bool(MODELS[self.model.kind].embedding_keys)
         opt = self.optimizer
-        if not has_embedding and (opt.emb_lr_mult != 1 or opt.emb_weight_decay is not None):
+        if not type(self.model).has_embedding() and (
+                opt.emb_lr_mult != 1 or opt.emb_weight_decay is not None):
             raise ValueError(f"model {self.model.kind!r} has no embedding group: "
                              "emb_lr_mult/emb_weight_decay do not apply")
         return self
+
+    @model_validator(mode="after")
+    def _roles_exist(self) -> ExperimentSpec:
+        roles = type(self.model).roles
+        declared: list[ProbeSpec | InterventionSpec] = [*self.probes, *self.interventions]
+        for item in declared:
+            for role in item.roles_needed():
+                if role not in roles:
+                    raise ValueError(
+                        f"{item.name} needs {ROLE_WORDS[role]} ({role}), which model "  # type: ignore[attr-defined]
+                        f"{self.model.kind!r} does not have (it has: {', '.join(roles)})")
+        names = [p.name for p in self.probes]  # type: ignore[attr-defined]
+        if len(set(names)) != len(names):
+            raise ValueError(f"each probe once (got {names}); one probe records all its curves")
+        return self
+
+    def curves(self) -> list[str]:
+        """The curves every seed's record of this experiment holds."""
+        from grokverify.catalog.interventions import EVAL_CURVES
+
+        return [*EVAL_CURVES, *(c for p in self.probes for c in p.curves())]
 
 
 # ---------------------------------------------------------------- claim
@@ -169,24 +204,17 @@ class SourceSpec(StrictModel):
     quote: str = Field(min_length=1, description="the source's own words")
 
 
-class MetricSpec(StrictModel):
-    name: str = Field(description="per-seed quantity: val_threshold_step, ...")
-    on_diverged: Literal["budget", "exclude"] = Field(
-        "budget", description="a diverged seed that had not reached the event: censored at the "
-                              "budget (never reached), or left out; counted in the report "
-                              "either way")
-
-    @field_validator("name")
-    @classmethod
-    def _known_metric(cls, v: str) -> str:
-        from grokverify.metrics import METRICS
-        return _known(v, METRICS, "metric")
-
+MetricSpec = AnyMetric  # a time or value metric, by name (grokverify.catalog.metrics)
 
 CriterionSpec = Annotated[
-    typing.Union[tuple(c.params_model for c in CRITERIA.values())],  # noqa: UP007
+    typing.Union[tuple(c.params_model for c in CRITERION_SPECS.values())],  # noqa: UP007
     Field(discriminator="name"),
 ]
+
+
+def recorded_curves(exp: ExperimentSpec) -> set[str]:
+    """The names of the curves a seed's record of `exp` holds (what a value metric can read)."""
+    return set(exp.curves())
 
 
 class SeedsSpec(StrictModel):
@@ -252,7 +280,8 @@ class Claim(StrictModel):
     scales: dict[str, ScaleSpec]
     seeds: Annotated[Int, Field(ge=1)] | SeedsSpec = Field(
         description="seeds 0..n-1 per arm, or {min, max, step} for sequential rounds")
-    metric: MetricSpec
+    metric: MetricSpec = Field(description="the per-seed quantity judged: a time to an event "
+                                           "or a value read off a curve")
     criterion: CriterionSpec
     family: FamilySpec | None = Field(
         None, description="run the comparison once per member and combine the verdicts")
@@ -347,7 +376,8 @@ def load_claim(path: Path | str) -> LoadedClaim:
                 problems.append(Problem(file, lines.line_of(("scales", scale_name, "arms", arm)),
                                         dotted(("scales", scale_name, "arms", arm)),
                                         f"no arm named {arm!r}; arms are {sorted(claim.arms)}"))
-    crit = CRITERIA[claim.criterion.name]
+    crit = CRITERION_SPECS[claim.criterion.name]
+    problems += _kind_problems(claim, file, lines)
     for arm in crit.arms_of(claim.criterion):
         if arm not in claim.arms:
             where = _find_value(data.get("criterion", {}), arm)
@@ -374,7 +404,70 @@ def load_claim(path: Path | str) -> LoadedClaim:
                             problems.append(problem)
     if problems:
         raise SpecError(problems)
+    problems += _curve_problems(claim, units, file, lines)
+    if problems:
+        raise SpecError(problems)
     return LoadedClaim(claim, path, units)
+
+
+# ---------------------------------------------------------------- metric checks
+
+
+def _kind_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    """The claim's metric must be of a kind its criterion accepts (a KM median of signed values,
+    or a share of "observed" values that are never censored, would mean nothing)."""
+    schema = CRITERION_SPECS[claim.criterion.name]
+    kinds = schema.kinds_of(claim.criterion)
+    metric = claim.metric
+    if metric.kind in kinds:
+        return []
+    wanted = " or ".join(f"{k} metric ({KIND_WORDS[k]}: {', '.join(names_of_kind(k))})"
+                         for k in kinds)
+    takers = [f"{s.name} ({s.kinds_note})" if s.kinds_note else s.name
+              for s in CRITERION_SPECS.values() if metric.kind in s.accepts]
+    note = f" ({schema.kinds_note})" if schema.kinds_note and metric.kind in schema.accepts else ""
+    message = (f"criterion {schema.name!r} takes a {wanted}{note}; {metric.name!r} is a "
+               f"{metric.kind} metric ({KIND_WORDS[metric.kind]}): judge it with "
+               f"{', '.join(takers)}")
+    return [Problem(file, lines.line_of(("metric", "name")), "metric.name", message)]
+
+
+def _claim_metrics(claim: Claim) -> list[tuple[Path_, _Metric]]:
+    """Every metric the claim names, with its path: the claim's own and the criterion's (e.g.
+    correlation's x and y)."""
+    out: list[tuple[Path_, _Metric]] = [(("metric",), claim.metric)]
+    out += [(("criterion", key), value) for key, value in claim.criterion
+            if isinstance(value, _Metric)]
+    return out
+
+
+def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
+                    lines: LineMap) -> list[Problem]:
+    """Every curve a metric reads must be recorded by every arm it is read from (the arms the
+    criterion compares, at every scale and family member)."""
+    problems: list[Problem] = []
+    read = set(CRITERION_SPECS[claim.criterion.name].arms_of(claim.criterion))
+    resolved = [(scale, member, arm, exp) for scale, members in units.items()
+                for member, arms in members.items() for arm, exp in arms.items() if arm in read]
+    for where, metric in _claim_metrics(claim):
+        for key, curve in metric.curve_fields().items():
+            lacking = [(s, m, a, recorded_curves(e)) for s, m, a, e in resolved
+                       if curve not in recorded_curves(e)]
+            if not lacking:
+                continue
+            known = sorted(lacking[0][3])
+            hint = difflib.get_close_matches(curve, known, n=1)
+            did = f" (did you mean {hint[0]!r}?)" if hint else ""
+            if len(lacking) == len(resolved):
+                message = f"unknown curve {curve!r}{did}; the experiment records: "
+            else:
+                who = ", ".join(f"arm {a!r}" + (f" of member {m!r}" if m else "") +
+                                f" at scale {s!r}" for s, m, a, _ in lacking)
+                message = f"curve {curve!r} is not recorded by {who}{did}; it records: "
+            path = (*where, key)
+            problems.append(Problem(file, lines.line_of(path), dotted(path),
+                                    message + ", ".join(known)))
+    return problems
 
 
 # ---------------------------------------------------------------- error messages
@@ -385,7 +478,7 @@ def _kind(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def _known(value: str, registry: dict[str, Any], what: str) -> str:
+def _known(value: str, registry: Collection[str], what: str) -> str:
     if value not in registry:
         hint = difflib.get_close_matches(value, list(registry), n=1)
         did = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -478,7 +571,7 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
         if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
             tag_key = str(err["ctx"]["discriminator"]).strip("'")
             path = (*path, tag_key)  # point at kind/name
-            what, registry = _TAGGED.get(tag_key, (tag_key, {}))
+            what, registry = _tag_registry(tag_key, path)
             known = ", ".join(repr(name) for name in sorted(registry))
             if err["type"] == "union_tag_not_found":
                 message = f"required field is missing; one of: {known}"
@@ -515,9 +608,25 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
     return _merge_alternatives(out)
 
 
-# discriminator -> (what it names, registry of its values), for the tagged unions above
-_TAGGED: dict[str, tuple[str, dict[str, Any]]] = {"kind": ("model kind", MODELS),
-                                                  "name": ("criterion", CRITERIA)}
+# discriminator -> (what it names, registry of its values), for the tagged unions above; a
+# `name` tag names a criterion unless the path runs through one of _TAGGED_BY_FIELD's fields
+_TAGGED: dict[str, tuple[str, dict[str, Any]]] = {"kind": ("model kind", MODEL_SPECS),
+                                                  "name": ("criterion", CRITERION_SPECS)}
+_TAGGED_BY_FIELD: dict[str, tuple[str, dict[str, Any]]] = {
+    "probes": ("probe", PROBE_SPECS), "interventions": ("intervention", INTERVENTION_SPECS),
+    # the claim's metric, and every criterion field that holds one (correlation's x and y)
+    "metric": ("metric", METRIC_SPECS), **{
+        key: ("metric", METRIC_SPECS) for schema in CRITERION_SPECS.values()
+        for key, info in schema.params_model.model_fields.items()
+        if any(isinstance(a, type) and issubclass(a, _Metric)
+               for a in typing.get_args(info.annotation))}}
+
+
+def _tag_registry(tag_key: str, path: Path_) -> tuple[str, dict[str, Any]]:
+    for part in reversed(path):
+        if isinstance(part, str) and part in _TAGGED_BY_FIELD:
+            return _TAGGED_BY_FIELD[part]
+    return _TAGGED.get(tag_key, (tag_key, {}))
 _MAPPING_TYPE_ERRORS = ("model_type", "dict_type", "model_attributes_type")
 _MAPPING_WORDS = re.compile(r"a valid dictionary or object to extract fields from|"
                             r"a valid dictionary( or instance of \w+)?")

@@ -1,9 +1,13 @@
-"""Content-addressed result store: one JSON record per (resolved experiment, seed, code version).
+"""Content-addressed result store: one JSON record per (resolved experiment, seed, results
+version, torch version, device type, numerics).
 
-The key is a hash of everything that determines a seed's result, so a record is reused exactly
-when rerunning would reproduce it, and changing any setting trains afresh. Records are written
-to a temporary file in the same directory and renamed into place, so a reader never sees half a
-record.
+A record's key hashes what determines a seed's result (docs/store.md): the resolved experiment
+(task, model, optimizer, training, probes, interventions), the seed, the engine's declared
+results version (bumped whenever training's results change; a golden test guards it), the torch
+version, the device type and the numerics tag (the pinned CPU kernels, or the host's own). So a
+record is reused exactly when rerunning would reproduce it, and a refactor or a comment in the
+engine does not re-key the store. Records are written to a temporary file in the same directory
+and renamed into place, so a reader never sees half a record.
 """
 
 from __future__ import annotations
@@ -16,34 +20,51 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from grokverify.atomic import write_atomic
+from grokverify.engine import numerics
+from grokverify.engine.version import RESULTS_VERSION
 from grokverify.spec import ExperimentSpec
 
 STALE_AFTER_S = 6 * 3600  # a lock from another host older than this is taken over
-# Modules whose source changes what a seed's training produces.
-_RESULT_MODULES = ("tasks", "models", "optim", "train", "rng")
 DEFAULT_STORE = Path(".grokverify") / "store"
+_ENGINE = Path(__file__).parent / "engine"
+
+
+@cache
+def torch_version() -> str:
+    """The installed torch's release (CPU and CUDA builds of one release share records only
+    through the device type, which is keyed separately)."""
+    return metadata.version("torch").split("+")[0]
 
 
 @cache
 def code_version() -> str:
-    """Hash of the result-affecting source files and the torch version."""
-    here = Path(__file__).parent
-    h = hashlib.sha256(f"torch={torch.__version__.split('+')[0]}".encode())
-    for name in _RESULT_MODULES:
-        h.update((here / f"{name}.py").read_bytes())
+    """A hash of the engine's source files: provenance only (which code wrote a record), not
+    part of the key."""
+    h = hashlib.sha256()
+    for path in sorted(_ENGINE.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 
-def record_key(exp: ExperimentSpec, seed: int, device_type: str, code: str | None = None) -> str:
-    """CPU and GPU results differ in the last bits, so the device type is part of the key."""
-    payload = f"{exp.canonical()}|seed={seed}|code={code or code_version()}|device={device_type}"
-    return hashlib.sha256(payload.encode()).hexdigest()
+def key_inputs(exp: ExperimentSpec, seed: int, device_type: str) -> dict[str, Any]:
+    """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash)."""
+    return {"experiment": exp.canonical(), "seed": int(seed), "results_version": RESULTS_VERSION,
+            "torch": torch_version(), "device": device_type,
+            "numerics": numerics.tag(device_type)}
+
+
+def hash_key(inputs: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def record_key(exp: ExperimentSpec, seed: int, device_type: str) -> str:
+    return hash_key(key_inputs(exp, seed, device_type))
 
 
 class StoreError(OSError):
@@ -100,17 +121,29 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"host": platform.node(), "pid": os.getpid(), "time": time.time()})
         for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not self._stale(path):
-                    return False
-                path.unlink(missing_ok=True)
-                continue
+            if self._create_whole(path, body):
+                return True
+            if not self._stale(path):
+                return False
+            path.unlink(missing_ok=True)
+        return False
+
+    @staticmethod
+    def _create_whole(path: Path, body: str) -> bool:
+        """Create `path` holding `body`, or return False when it exists. The body is written to
+        a private file first and hard-linked into place (atomic, and fails if the name exists),
+        so no reader ever sees an empty or half-written lock: a lock read between its creation
+        and its write used to look unreadable, hence stale, and was taken over."""
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lock.")
+        try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(body)
-            return True
-        return False
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        return True
 
     def _stale(self, path: Path) -> bool:
         try:
@@ -145,12 +178,12 @@ class VerifyReport:
     ok: int = 0
     corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     orphaned: list[tuple[str, str]] = field(default_factory=list)
-    older_code: int = 0  # valid records of another code version: kept, but not reused now
+    other_version: int = 0  # valid records of another results version or torch: kept, not reused
 
 
 def verify(store: Store) -> VerifyReport:
-    """Re-hash every record from its own content (experiment, seed, code version, device) and
-    list corrupt records and leftovers (temporary files of interrupted writes, stale locks)."""
+    """Re-hash every record from its own key inputs and list corrupt records and leftovers
+    (temporary files of interrupted writes, stale locks)."""
     report = VerifyReport()
     records = store.root / "records"
     for path in sorted(records.rglob("*")) if records.is_dir() else []:
@@ -164,8 +197,9 @@ def verify(store: Store) -> VerifyReport:
             report.corrupt.append((str(path), why))
             continue
         report.ok += 1
-        if json.loads(path.read_text())["code_version"] != code_version():
-            report.older_code += 1
+        inputs = json.loads(path.read_text())["key_inputs"]
+        if (inputs["results_version"], inputs["torch"]) != (RESULTS_VERSION, torch_version()):
+            report.other_version += 1
     locks = store.root / "locks"
     for path in sorted(locks.glob("*.lock")) if locks.is_dir() else []:
         if store._stale(path):
@@ -181,14 +215,17 @@ def _check_record(path: Path) -> str | None:
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at line {exc.lineno})"
     try:
+        inputs = rec["key_inputs"]
         exp = ExperimentSpec.model_validate(rec["experiment"])
-        key = record_key(exp, int(rec["seed"]), rec["device"], rec["code_version"])
         summary = rec["result"]["summary"]
+        same_experiment = inputs["experiment"] == exp.canonical()
+        same_seed = inputs["seed"] == rec["seed"]
+        key = hash_key(inputs)
     except (KeyError, TypeError, ValueError) as exc:
         return f"missing or invalid field: {exc}"
     if rec.get("key") != path.stem:
         return f"key field {rec.get('key')!r} differs from the file name"
-    if key != path.stem:
+    if key != path.stem or not same_experiment or not same_seed:
         return "content does not hash to its key (edited or corrupted)"
     if summary.get("seed") != rec["seed"]:
         return "summary seed differs from the record's seed"

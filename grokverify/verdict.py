@@ -24,10 +24,19 @@ Two-sided (interval) claims -- "equal within a margin", "a value near the paper'
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Literal
 
-from grokverify.stats.base import Verdict
+
+class Verdict(str, enum.Enum):
+    """Outcome for one claim; PARTIAL is for claims judged by several criteria. Defined with
+    the rules (not the statistics) so that reading a verdict needs no numeric package."""
+
+    SUPPORTED = "SUPPORTED"
+    REFUTED = "REFUTED"
+    PARTIAL = "PARTIAL"
+    INCONCLUSIVE = "INCONCLUSIVE"
 
 
 def format_number(x: float) -> str:

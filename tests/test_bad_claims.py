@@ -40,6 +40,7 @@ REQUIRED = {
     "missing_required_field", "arm_overrides_missing_path", "scale_overrides_missing_path",
     "duplicate_arm", "zero_seeds", "threshold_above_one", "threshold_negative",
     "criterion_missing_arm", "empty", "non_utf8", "not_a_mapping_list", "not_a_mapping_scalar",
+    "value_metric_for_survival", "unknown_curve",
 }
 
 # words of pydantic's or pyyaml's internals that a claim author should never have to read
@@ -164,7 +165,7 @@ def test_console_script_reports_whole_corpus(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- grokverify run
 
 RUN_CASES = ["unknown_key_arm_section", "scale_override_conflict", "criterion_missing_arm",
-             "syntax_unclosed_flow", "non_utf8"]
+             "syntax_unclosed_flow", "non_utf8", "value_metric_for_survival", "unknown_curve"]
 
 
 @pytest.mark.parametrize("name", RUN_CASES)

@@ -74,15 +74,15 @@ def test_correlation_truths() -> None:
 
     assert spearmanr(x, y).statistic == pytest.approx(0.3, abs=0.008)  # SE ~0.002
     arm = sim.correlation_arm("arm", x[:10], y[:10], "grokking_lag", "delay_ratio")
-    assert np.all(arm.times >= 0) and np.array_equal(arm.extra["delay_ratio"], y[:10])
+    assert np.all(arm.values >= 0) and np.array_equal(arm.extra["delay_ratio"], y[:10])
 
 
 def test_two_arm_null_and_alternative() -> None:
     rng = np.random.default_rng(4)
     null = sim.null_two_arm(rng, 5000, 1000.0)
     alt = sim.alternative_two_arm(rng, 5000, 1000.0, 0.5)
-    assert np.median(null["treated"].times) == pytest.approx(1000.0, rel=0.05)
-    ratio = np.median(alt["treated"].times) / np.median(alt["baseline"].times)
+    assert np.median(null["treated"].values) == pytest.approx(1000.0, rel=0.05)
+    ratio = np.median(alt["treated"].values) / np.median(alt["baseline"].values)
     assert ratio == pytest.approx(0.5, rel=0.05)
 
 

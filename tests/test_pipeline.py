@@ -48,6 +48,10 @@ def test_local_run_writes_report_and_reuses_the_store(tmp_path: Path, tiny_claim
     assert result["scale"] == {"name": "quick", "description": "test scale",
                                "paper_setting": False}
     assert {r["seed"] for r in result["per_seed"]} == {0, 1, 2, 3}
+    for r in result["per_seed"]:  # the metric per seed: its val step, else the budget, censored
+        reached = r["val_step"] is not None
+        assert (r["metric"], r["metric_observed"]) == (
+            r["val_step"] if reached else r["budget"], reached)
     assert len(result["arms"]["c10"]["store_keys"]) == 4
     assert result["provenance"]["seeds_trained_now"] == 2
     ci = result["result"]["ci"]
@@ -183,3 +187,39 @@ def test_correlation_claim_gets_both_metrics_per_seed(tmp_path: Path, tiny_claim
     assert len(sample.extra["val_threshold_step"]) == sample.n == 5
     assert run.result.criterion == "correlation"
     assert run.result.verdict.value in {"SUPPORTED", "REFUTED", "INCONCLUSIVE"}
+
+
+def test_value_metric_claim_reports_its_values_not_survival(tmp_path: Path,
+                                                            tiny_claim: Path) -> None:
+    """A signed value metric (mean validation loss over steps 100-300) judged by scalar_compare:
+    each seed's value is the mean of its own record's curve, the arms' rows carry the criterion's
+    columns (no censoring, no KM median), and the figure is a strip of values, not KM curves."""
+    text = tiny_claim.read_text().replace(
+        "metric: {name: val_threshold_step}",
+        "metric: {name: curve_mean, curve: val_loss, start: 100, end: 300}")
+    text = text[:text.index("criterion:")] + (
+        "criterion: {name: scalar_compare, baseline: c1, treated: c10, direction: less, "
+        "effect: difference, min_effect: 0.01, statistic: mean, n_boot: 200}\n")
+    path = tmp_path / "value.yaml"
+    path.write_text(text)
+    (run,) = run_claims([load_claim(path)], _opts(tmp_path, seeds=3), QUIET)
+    store = Store(tmp_path / "store")
+    out = tmp_path / "reports" / "tiny"
+    result = json.loads((out / "result.json").read_text())
+    for plan in run.plans:
+        want = []
+        for key in plan.keys:
+            curve = store.get(key)["result"]["curves"]["val_loss"]
+            window = [v for s, v in zip(curve["steps"], curve["values"], strict=True)
+                      if 100 <= s <= 300]
+            want.append(sum(window) / len(window))
+        got = [r["metric"] for r in result["per_seed"] if r["arm"] == plan.arm]
+        assert got == pytest.approx(want)
+        assert run.samples[""][plan.arm].values.tolist() == pytest.approx(want)
+    assert result["metric"]["kind"] == "value"
+    assert result["figures"] == {"curves": "curves.png", "values": "values.png"}
+    assert (out / "values.png").stat().st_size > 0 and not (out / "survival.png").exists()
+    assert [list(a["columns"]) for a in result["result"]["arms"]] == [["seeds", "mean"]] * 2
+    report = (out / "report.md").read_text()
+    assert "curve_mean(curve=val_loss, start=100, end=300)" in report
+    assert "values.png" in report and "KM median" not in report

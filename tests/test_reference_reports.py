@@ -1,10 +1,12 @@
 """The committed reference reports (reports/reference/quick) are reproduced bit for bit.
 
-Training on a CPU is deterministic (docs/determinism.md), so rerunning a claim's quick scale
-must give the same per-seed figures, estimate, CI, p-value and verdict. A change to the training
-code or the statistics that moves any of them fails here; if the change is meant to, regenerate
-the references (reports/README.md). Slow (the four quick claims, ~5 min on 2 cores): run with
-`pytest --slow`. Skipped where torch or the CPU kernel set differs from the references'.
+Training on a CPU is bit-identical on any x86-64 CPU with AVX2 (pinned kernels:
+docs/determinism.md), so rerunning a claim's quick scale must give the same per-seed figures,
+estimate, CI, p-value and verdict. A change to the training code or the statistics that moves any
+of them fails here; if the change is meant to, regenerate the references (reports/README.md).
+Slow (the four quick claims, ~5 min on 2 cores): run with `pytest --slow`. Skipped where the
+torch release or the engine's results version differs from the references', or with pinning
+off.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 from rich.console import Console
 
-from grokverify.pipeline import RunOptions, run_claims
+from grokverify.engine import numerics
+from grokverify.engine.version import RESULTS_VERSION
+from grokverify.outcome import RunOptions
+from grokverify.pipeline import run_claims
 from grokverify.spec import load_claim
+from grokverify.store import torch_version
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "reports" / "reference" / "quick"
@@ -42,11 +47,12 @@ def test_every_shipped_claim_has_a_reference_report() -> None:
 @pytest.mark.parametrize("claim_id", CLAIMS)
 def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
     ref = json.loads((REFERENCE / claim_id / "result.json").read_text())
-    kernels = torch.backends.cpu.get_cpu_capability()
-    if ref["provenance"]["packages"]["torch"] != torch.__version__ or \
-            not all(kernels in device for device in ref["provenance"]["device"]):
-        pytest.skip(f"references made with torch {ref['provenance']['packages']['torch']} on "
-                    f"{ref['provenance']['device']}; here torch {torch.__version__}, {kernels}")
+    made = (ref["provenance"]["results_version"], ref["provenance"]["packages"]["torch"])
+    if made[0] != RESULTS_VERSION or made[1].split("+")[0] != torch_version() or \
+            numerics.native():
+        pytest.skip(f"references made with results version {made[0]}, torch {made[1]}; here "
+                    f"{RESULTS_VERSION}, torch {torch_version()}, numerics "
+                    f"{'native' if numerics.native() else 'pinned'}")
     opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
                       device="cpu", cpus_per_task=min(2, os.cpu_count() or 1))
     run_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))

@@ -210,6 +210,30 @@ def test_run_sequential_wiring_errors() -> None:
         seq.run_sequential("value", _value_params(), lambda n: {}, [8, 4])
 
 
+def test_rounds_step_through_the_looks_and_stop_at_the_first_decision() -> None:
+    rounds = seq.Rounds.with_spending([4, 8, 12], 0.05, "pocock")
+    levels = seq.nominal_levels([1 / 3, 2 / 3, 1.0], 0.05, "pocock")
+    assert [k.ci_level for k in rounds.looks] == pytest.approx([1 - a for a in levels])
+    assert rounds.next_look() == rounds.looks[0]
+    assert rounds.next_look() == rounds.looks[0]  # the same look until a verdict is recorded
+    rounds.record(Verdict.INCONCLUSIVE)
+    assert rounds.next_look().n == 8 and not rounds.done  # type: ignore[union-attr]
+    rounds.record(Verdict.REFUTED)
+    assert rounds.decided and rounds.done and rounds.next_look() is None
+    with pytest.raises(RuntimeError):
+        rounds.record(Verdict.SUPPORTED)
+
+
+def test_fixed_rounds_judge_once_at_the_criterion_s_own_level() -> None:
+    rounds = seq.Rounds.fixed(6)
+    look = rounds.next_look()
+    assert look is not None and (look.n, look.ci_level) == (6, None)
+    params = _value_params()
+    assert rounds.params_at(params, look) is params
+    rounds.record(Verdict.INCONCLUSIVE)
+    assert rounds.done and not rounds.decided
+
+
 def test_sequential_false_supported_near_nominal_under_null() -> None:
     """The value criterion (t CI of a mean) with the true mean on the region's edge (1.2 for
     [0.8, 1.2]), four looks at 8/12/16/20 seeds: a SUPPORTED verdict is an error, nominally at

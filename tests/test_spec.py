@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from grokverify.catalog.models import MODEL_SPECS as MODELS
+from grokverify.catalog.models import EmbedMLPSpec, ScalarMLPSpec, ToySumSpec
+from grokverify.catalog.optimizers import OPTIMIZER_NAMES as OPTIMIZERS
 from grokverify.cli import main
 from grokverify.metrics import METRICS
-from grokverify.models import MODELS, EmbedMLPSpec, ScalarMLPSpec, ToySumSpec
-from grokverify.optim import OPTIMIZERS
 from grokverify.spec import deep_merge, load_claim
 from grokverify.stats import CRITERIA
 from grokverify.tasks import OPS

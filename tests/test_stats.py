@@ -150,7 +150,7 @@ def test_logrank_matches_survdiff() -> None:
     a = make_arm("a", rng, 1000, budget=2000, eval_every=100)
     b = make_arm("b", rng, 1300, n=15, budget=2000, eval_every=100)
     chisq, p = survdiff(
-        np.concatenate([a.times, b.times]),
+        np.concatenate([a.values, b.values]),
         np.concatenate([a.observed, b.observed]).astype(float),
         np.repeat([0, 1], [a.n, b.n]),
     )
@@ -159,7 +159,7 @@ def test_logrank_matches_survdiff() -> None:
 
 def test_logrank_identical_arms_p_near_one() -> None:
     a = make_arm("a", np.random.default_rng(1), 1000, budget=1500)
-    b = ArmSample("b", a.times.copy(), a.observed.copy(), a.seeds)
+    b = ArmSample("b", a.values.copy(), a.observed.copy(), a.seeds)
     chisq, p = logrank(a, b)
     assert chisq == pytest.approx(0.0, abs=1e-12)
     assert p == pytest.approx(1.0, abs=1e-9)
@@ -240,8 +240,8 @@ def _bounded_effects(base: ArmSample, treat: ArmSample, effect: str, n_boot: int
     for ib, it in zip(idx_b, idx_t, strict=True):
         ends = []
         for arm_, i in ((base, ib), (treat, it)):
-            med = SurvfuncRight(arm_.times[i], arm_.observed[i].astype(float)).quantile(0.5)
-            ends.append((arm_.times[i].max(), INF) if math.isnan(med) else (med, med))
+            med = SurvfuncRight(arm_.values[i], arm_.observed[i].astype(float)).quantile(0.5)
+            ends.append((arm_.values[i].max(), INF) if math.isnan(med) else (med, med))
         (b_lo, b_hi), (t_lo, t_hi) = ends
         if effect == "ratio":
             lows.append(t_lo / b_hi)
@@ -347,7 +347,7 @@ def test_result_to_dict_is_json_with_inf_strings() -> None:
         "b": make_arm("b", rng, 1000, budget=3000),
         "t": make_arm("t", rng, 3000, budget=3000),
     }
-    arms["t"] = ArmSample("t", arms["t"].times, arms["t"].observed, arms["t"].seeds, {"nan": 1})
+    arms["t"] = ArmSample("t", arms["t"].values, arms["t"].observed, arms["t"].seeds, {"nan": 1})
     result = CRITERIA["survival_compare"].run(SurvivalCompareParams.model_validate(params()), arms)
     assert isinstance(result, CriterionResult)
     assert isinstance(result.verdict, Verdict)

@@ -1,4 +1,5 @@
-"""Figures: accuracy curves per arm (each seed faint, median bold) and Kaplan–Meier curves."""
+"""Figures: accuracy curves per arm (each seed faint, median bold), and the metric's per-seed
+values: Kaplan–Meier curves for a time metric, a strip of per-seed dots for a value metric."""
 
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def plot_curves(records: dict[str, list[dict[str, Any] | None]], path: Path) -> 
 
 
 def _km_steps(sample: ArmSample) -> tuple[np.ndarray, np.ndarray]:
-    order = np.lexsort((~sample.observed, sample.times))
-    t, e = sample.times[order], sample.observed[order]
+    order = np.lexsort((~sample.observed, sample.values))
+    t, e = sample.values[order], sample.observed[order]
     at_risk = len(t) - np.arange(len(t))
     surv = np.cumprod(np.where(e, 1 - 1 / at_risk, 1.0))
     return np.concatenate([[0.0], t]), np.concatenate([[1.0], surv])
@@ -72,14 +73,43 @@ def plot_survival(samples: dict[str, ArmSample], label: str, path: Path) -> Path
         ax.step(x, y, where="post", color=color, label=f"{arm} (n={sample.n})")
         cens = ~sample.observed
         if cens.any():
-            idx = np.searchsorted(x, sample.times[cens], side="right") - 1
-            ax.plot(sample.times[cens], y[idx], "|", color=color, ms=10)
+            idx = np.searchsorted(x, sample.values[cens], side="right") - 1
+            ax.plot(sample.values[cens], y[idx], "|", color=color, ms=10)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlabel(label)
     ax.set_ylabel("fraction of seeds not yet reached")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
     ax.set_title("Kaplan–Meier (| = censored)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_values(samples: dict[str, ArmSample], label: str, path: Path) -> Path | None:
+    """One row per arm: each seed's value as a dot (jittered vertically so ties stay visible)
+    and the arm's median as a bar; arms without a usable seed are listed, not drawn."""
+    names = list(samples)
+    fig, ax = plt.subplots(figsize=(7, max(2.0, 0.6 * len(names) + 1.2)))
+    jitter = np.random.default_rng(0)  # fixed: the figure is the same on every run
+    for i, arm in enumerate(names):
+        sample = samples[arm]
+        color = _COLORS[i % len(_COLORS)]
+        if sample.n == 0:
+            ax.text(0.0, i, "  no usable seed", va="center", fontsize=8, color=color,
+                    transform=ax.get_yaxis_transform())
+            continue
+        y = i + jitter.uniform(-0.15, 0.15, sample.n)
+        ax.plot(sample.values, y, "o", color=color, alpha=0.7, ms=5)
+        median = float(np.median(sample.values))
+        ax.plot([median, median], [i - 0.3, i + 0.3], color=color, lw=2)
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels([f"{a} (n={samples[a].n})" for a in names], fontsize=8)
+    ax.set_ylim(-0.6, len(names) - 0.4)
+    ax.invert_yaxis()
+    ax.set_xlabel(label)
+    ax.set_title("per-seed values (dots) and median (bar)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

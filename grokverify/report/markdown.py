@@ -32,16 +32,35 @@ def _scale_banner(scale: dict[str, Any]) -> str:
             f"`--scale paper` for the paper's own setting.")
 
 
+def _cell(x: Any) -> str:
+    """A table cell: a pair is a CI, a word stays a word, anything else a number."""
+    if isinstance(x, list) and len(x) == 2:
+        return _ci(x)
+    if isinstance(x, str) and x not in ("inf", "-inf"):
+        return x
+    return _num(x)
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The criterion's column labels, in the order it gives them (a column an arm lacks is —)."""
+    labels: list[str] = []
+    for row in rows:
+        labels += [k for k in row["columns"] if k not in labels]
+    return labels
+
+
 def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -> list[str]:
-    level = result["ci_level"]
-    rows = [f"| arm | seeds | events | censored | diverged | excluded | median | "
-            f"{level * 100:.4g}% CI |", "|---|---|---|---|---|---|---|---|"]
+    """One row per arm: its diverged and left-out seeds, then the columns its criterion chose
+    (e.g. a Kaplan-Meier median for times, a mean for signed values, a share)."""
+    labels = _columns(result["arms"])
+    rows = ["| arm | diverged | left out | " + " | ".join(labels) + " |",
+            "|---" * (3 + len(labels)) + "|"]
     for arm in result["arms"]:
         info = arms[f"{member}/{arm['name']}" if member else arm["name"]]
         excluded = ", ".join(f"{k}: {v}" for k, v in arm["excluded"].items()) or "0"
-        rows.append(f"| {arm['name']} | {len(info['seeds'])} | {arm['events']} | "
-                    f"{arm['censored']} | {info['diverged']} | {excluded} | "
-                    f"{_num(arm['median'])} | {_ci(arm['median_ci'])} |")
+        cells = [_cell(arm["columns"][k]) if k in arm["columns"] else "—" for k in labels]
+        rows.append(f"| {arm['name']} | {info['diverged']} | {excluded} | " +
+                    " | ".join(cells) + " |")
     return rows
 
 
@@ -97,15 +116,33 @@ def _setup(arms: dict[str, Any]) -> list[str]:
     return out
 
 
-def _per_seed(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| arm | seed | train step | val step | gap | final train acc | final val acc | "
-           "stopped | diverged |", "|---|---|---|---|---|---|---|---|---|"]
+def _metric_cell(r: dict[str, Any]) -> str:
+    if r.get("left_out"):
+        return f"left out ({r['left_out']})"
+    return _num(r["metric"]) + ("" if r["metric_observed"] else " (censored)")
+
+
+def _per_seed(rows: list[dict[str, Any]], metric: str) -> list[str]:
+    out = [f"| arm | seed | {metric} | train step | val step | gap | final train acc | "
+           "final val acc | stopped | diverged |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         div = f"yes (step {r['diverged_step']})" if r["diverged"] else "no"
         arm = f"{r['member']}/{r['arm']}" if r.get("member") else r["arm"]
-        out.append(f"| {arm} | {r['seed']} | {_num(r['train_step'])} | "
+        out.append(f"| {arm} | {r['seed']} | {_metric_cell(r)} | {_num(r['train_step'])} | "
                    f"{_num(r['val_step'])} | {_num(r['gap'])} | {_num(r['final_train_acc'])} | "
                    f"{_num(r['final_val_acc'])} | {r['stopped_step']} | {div} |")
+    return out
+
+
+# captions of the figures result.json names
+_FIGURE_CAPTIONS = {"curves": "accuracy curves", "survival": "Kaplan–Meier curves",
+                    "values": "per-seed values of the metric"}
+
+
+def _figures(figures: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for name, file in figures.items():
+        out += [f"![{_FIGURE_CAPTIONS.get(name, name)}]({file})", ""]
     return out
 
 
@@ -147,14 +184,11 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         "## Result",
         "",
-        f"- Metric: `{res['metric']['name']}` — {res['metric']['description']} "
-        f"Diverged seeds: {res['metric']['on_diverged']}.",
+        f"- Metric: `{res['metric']['label']}` ({res['metric']['kind']}) — "
+        f"{res['metric']['description']} Diverged seeds: {res['metric']['on_diverged']}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
         *_rounds(res.get("sequential")),
-        "![accuracy curves](curves.png)",
-        "",
-        "![Kaplan–Meier curves](survival.png)",
-        "",
+        *_figures(res.get("figures", {})),
         "## Setup",
         "",
         *_setup(res["arms"]),
@@ -162,7 +196,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     ]
     if claim["notes"].strip():
         lines += ["## Notes (choices where the source is silent)", "", claim["notes"].strip(), ""]
-    lines += ["## Per-seed results", "", *_per_seed(res["per_seed"]), "",
+    lines += ["## Per-seed results", "", *_per_seed(res["per_seed"], res["metric"]["label"]), "",
               "## Provenance", "",
               f"- claim file: `{claim['file']}`",
               f"- git commit: `{prov['git_commit']}`" + (" (dirty)" if prov["git_dirty"] else ""),

@@ -7,28 +7,46 @@ diff verdicts without parsing markdown.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grokverify.atomic import write_atomic
-from grokverify.metrics import DESCRIPTIONS
-from grokverify.report.figures import plot_curves, plot_survival
+from grokverify.catalog.metrics import MetricSpec
+from grokverify.outcome import ClaimRun, RunOptions
+from grokverify.report.figures import plot_curves, plot_survival, plot_values
 from grokverify.report.markdown import render_markdown
 from grokverify.report.provenance import provenance
+from grokverify.samples import seed_value
+from grokverify.stats import ArmSample
 from grokverify.stats.base import jsonable
 from grokverify.store import Store, code_version
 
-if TYPE_CHECKING:
-    from grokverify.pipeline import ClaimRun, RunOptions
+# The figure of the metric's per-seed values, by metric kind: Kaplan-Meier curves for censored
+# times, a strip of per-seed dots for signed values.
+_METRIC_FIGURES: dict[str, tuple[str, Callable[[dict[str, ArmSample], str, Path], Path | None]]] = {
+    "time": ("survival", plot_survival),
+    "value": ("values", plot_values),
+}
 
 
 def _label(member: str, arm: str) -> str:
     return f"{member}/{arm}" if member else arm
 
 
-def _seed_rows(member: str, arm: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"member": member, "arm": arm, **rec["result"]["summary"]} for rec in records]
+def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
+               metric: MetricSpec) -> list[dict[str, Any]]:
+    """Each seed's summary and its metric: the value and whether it was observed, or why the
+    seed is left out."""
+    rows = []
+    for rec in records:
+        got = seed_value(metric, rec)
+        value = {"metric": None, "metric_observed": None, "left_out": got} \
+            if isinstance(got, str) else \
+            {"metric": got[0], "metric_observed": got[1], "left_out": None}
+        rows.append({"member": member, "arm": arm, **rec["result"]["summary"], **value})
+    return rows
 
 
 def _device(record: dict[str, Any]) -> str:
@@ -48,7 +66,7 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
     for plan in run.plans:
         records = records_by_arm[_label(plan.member, plan.arm)]
         devices.update(_device(r) for r in records if r)
-        rows = _seed_rows(plan.member, plan.arm, [r for r in records if r])
+        rows = _seed_rows(plan.member, plan.arm, [r for r in records if r], claim.metric)
         per_seed.extend(rows)
         arms[_label(plan.member, plan.arm)] = {
             "member": plan.member, "arm": plan.arm,
@@ -64,7 +82,8 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
                   "file": str(loaded.path)},
         "scale": {"name": run.scale, "description": scale.description,
                   "paper_setting": scale.paper_setting},
-        "metric": {**claim.metric.model_dump(), "description": DESCRIPTIONS[claim.metric.name]},
+        "metric": {**claim.metric.model_dump(), "kind": claim.metric.kind,
+                   "label": claim.metric.label(), "description": claim.metric.describe()},
         "criterion": claim.criterion.model_dump(),
         "arms": arms,
         "family": ({"correction": claim.family.correction,
@@ -73,9 +92,9 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
         "result": None if claim.family else run.result.to_dict(),
         "verdict": run.verdict.value,
         "reason": run.reason,
-        "sequential": ({"looks": [n for n, _ in run.schedule],
-                        "spending": getattr(loaded.scale_seeds(run.scale), "spending", None),
-                        "rounds": run.rounds} if len(run.schedule) > 1 else None),
+        "sequential": ({"looks": [look.n for look in run.seeding.looks],
+                        "spending": run.seeding.kind,
+                        "rounds": run.rounds} if len(run.seeding.looks) > 1 else None),
         "per_seed": per_seed,
         "provenance": {
             **provenance(), "code_version": code_version(), "device": sorted(devices),
@@ -95,9 +114,11 @@ def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
     result = build_result(run, records, opts, device)
     samples = {_label(member, arm): s for member, arms in run.samples.items()
                for arm, s in arms.items()}
+    metric = run.loaded.claim.metric
+    name, plot_metric = _METRIC_FIGURES[metric.kind]
     figures = {
         "curves": plot_curves(records, out / "curves.png"),
-        "survival": plot_survival(samples, run.loaded.claim.metric.name, out / "survival.png"),
+        name: plot_metric(samples, metric.label(), out / f"{name}.png"),
     }
     result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
     write_atomic(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")

@@ -1,11 +1,14 @@
 """Statistics layer: the registry of criteria a claim can be judged by.
 
-A claim names a criterion in ``CRITERIA``; its ``params_model`` validates the claim's parameters,
-``arms_of`` says which arms to run and ``run`` turns the arms' data into a `CriterionResult`.
+A claim names a criterion in ``CRITERIA``; its schema (`grokverify.catalog.criteria`: the
+``params_model`` that validates the claim's parameters, ``arms_of``, ``kinds_of``,
+``metrics_of``) comes from the catalog, and each statistics module adds the ``run`` that turns
+the arms' data into a `CriterionResult`, under the same name.
 """
 
 from __future__ import annotations
 
+from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.stats.base import (
     ArmSample,
     ArmSummary,
@@ -44,6 +47,9 @@ def criterion_for(name: str, params: object) -> Criterion:
 for _criterion in (SURVIVAL_COMPARE, COX_HAZARD_RATIO, SCALAR_COMPARE, EQUIVALENCE, PROPORTION,
                    CORRELATION, VALUE_CRITERION):
     register(_criterion)
+if set(CRITERIA) != set(CRITERION_SPECS):  # a schema without statistics, or the reverse
+    raise ImportError(f"criteria with a schema but no run, or a run but no schema: "
+                      f"{sorted(set(CRITERIA) ^ set(CRITERION_SPECS))}")
 
 __all__ = [
     "CRITERIA",

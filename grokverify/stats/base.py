@@ -1,8 +1,9 @@
 """Shared data types of the statistics layer.
 
-Arms arrive as per-seed time-to-event data (`ArmSample`); a criterion turns them into a
-`CriterionResult` that carries the estimate, its CI, the verdict and the reason, so that reports
-can be written without re-running any statistics.
+Arms arrive as per-seed values of a metric, times to an event or signed values (`ArmSample`); a
+criterion turns them into a `CriterionResult` that carries the estimate, its CI, the verdict,
+the reason and its own per-arm rows, so that reports can be written without re-running any
+statistics.
 
 JSON convention (`CriterionResult.to_dict`): ``inf`` -> the string ``"inf"``, ``-inf`` -> ``"-inf"``
 and NaN -> ``None``, because JSON has no infinities and an infinite median ("beyond the budget")
@@ -20,14 +21,9 @@ from typing import Any
 import numpy as np
 import pydantic
 
-
-class Verdict(str, enum.Enum):
-    """Outcome for one claim; PARTIAL is for claims judged by several criteria."""
-
-    SUPPORTED = "SUPPORTED"
-    REFUTED = "REFUTED"
-    PARTIAL = "PARTIAL"
-    INCONCLUSIVE = "INCONCLUSIVE"
+from grokverify.catalog.criteria import CriterionSchema
+from grokverify.catalog.metrics import Kind, MetricSpec
+from grokverify.verdict import Verdict
 
 
 def jsonable(value: Any) -> Any:
@@ -60,75 +56,96 @@ OBSERVED_SUFFIX = ".observed"
 
 @dataclass(frozen=True, eq=False)
 class ArmSample:
-    """Per-seed time-to-event data for one arm.
+    """Per-seed values of one arm's metric, of either metric kind.
 
-    ``times`` holds the step at which the event (threshold reached) happened, or the censoring
-    step (the budget) when ``observed`` is False. Arrays are coerced to float / bool so that the
-    statistics never see integer or object arrays; ``eq=False`` because element-wise array
-    comparison has no single truth value (identity equality and hashing instead).
+    ``kind`` ``"time"``: ``values`` hold the step at which the event (threshold reached)
+    happened, or the censoring step (the budget) when ``observed`` is False; they must be finite
+    and >= 0. ``kind`` ``"value"``: signed per-seed numbers (a probe's mean over a window, ...),
+    finite and all observed (a value metric is never censored). Arrays are coerced to float /
+    bool so that the statistics never see integer or object arrays; ``eq=False`` because
+    element-wise array comparison has no single truth value (identity equality and hashing
+    instead).
 
     ``extra`` optionally holds further per-seed metrics of the *same* seeds, in the same order
-    (name -> array of the same length), for criteria that relate two metrics (``correlation``).
-    Values are floats; NaN marks a seed for which that metric is undefined. A key
-    ``"<metric>.observed"`` may carry that metric's observed mask (coerced to bool); without it
-    every finite value of the metric counts as observed.
+    (label -> array of the same length), for criteria that relate two metrics
+    (``correlation``). Values are floats; NaN marks a seed for which that metric is undefined.
+    A key ``"<label>.observed"`` may carry that metric's observed mask (coerced to bool);
+    without it every finite value of the metric counts as observed.
     """
 
     name: str
-    times: np.ndarray
+    values: np.ndarray
     observed: np.ndarray
     seeds: tuple[int, ...]
     excluded: dict[str, int] = field(default_factory=dict)
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    kind: Kind = "time"
 
     def __post_init__(self) -> None:
-        times = np.asarray(self.times, dtype=float).reshape(-1)
+        values = np.asarray(self.values, dtype=float).reshape(-1)
         observed = np.asarray(self.observed, dtype=bool).reshape(-1)
-        if times.shape != observed.shape:
-            raise ValueError(f"arm {self.name!r}: times and observed differ in length")
-        if len(self.seeds) != times.size:
-            raise ValueError(f"arm {self.name!r}: {len(self.seeds)} seeds for {times.size} times")
-        if not np.all(np.isfinite(times)) or np.any(times < 0):
-            raise ValueError(f"arm {self.name!r}: times must be finite and >= 0")
+        if values.shape != observed.shape:
+            raise ValueError(f"arm {self.name!r}: values and observed differ in length")
+        if len(self.seeds) != values.size:
+            raise ValueError(f"arm {self.name!r}: {len(self.seeds)} seeds for {values.size} "
+                             "values")
+        if self.kind not in _KIND_RULES:
+            raise ValueError(f"arm {self.name!r}: unknown metric kind {self.kind!r}")
+        problem = _KIND_RULES[self.kind](values, observed)
+        if problem:
+            raise ValueError(f"arm {self.name!r}: {problem}")
         extra: dict[str, np.ndarray] = {}
-        for key, values in dict(self.extra).items():
-            kind = bool if str(key).endswith(OBSERVED_SUFFIX) else float
-            arr = np.asarray(values, dtype=kind).reshape(-1)
-            if arr.size != times.size:
+        for key, column in dict(self.extra).items():
+            dtype = bool if str(key).endswith(OBSERVED_SUFFIX) else float
+            arr = np.asarray(column, dtype=dtype).reshape(-1)
+            if arr.size != values.size:
                 raise ValueError(f"arm {self.name!r}: extra metric {key!r} has {arr.size} values "
-                                 f"for {times.size} seeds")
+                                 f"for {values.size} seeds")
             extra[str(key)] = arr
-        object.__setattr__(self, "times", times)
+        object.__setattr__(self, "values", values)
         object.__setattr__(self, "observed", observed)
         object.__setattr__(self, "extra", extra)
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
 
     @property
     def n(self) -> int:
-        return int(self.times.size)
+        return int(self.values.size)
 
     @property
     def events(self) -> int:
         return int(self.observed.sum())
 
 
+def _time_problem(values: np.ndarray, observed: np.ndarray) -> str | None:
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        return "times must be finite and >= 0"
+    return None
+
+
+def _value_problem(values: np.ndarray, observed: np.ndarray) -> str | None:
+    if not np.all(np.isfinite(values)):
+        return "values must be finite"
+    if not np.all(observed):
+        return "a value metric is never censored: every value must be observed"
+    return None
+
+
+_KIND_RULES: dict[str, Callable[[np.ndarray, np.ndarray], str | None]] = {
+    "time": _time_problem, "value": _value_problem}
+
+
 @dataclass
 class ArmSummary:
-    """Descriptive per-arm numbers; math.inf where the median is not reached / CI unbounded.
-
-    ``median``/``median_ci`` are always the Kaplan-Meier median of the arm's per-seed values
-    (censored seeds right-censored); ``stats`` holds the numbers the criterion itself used for
-    this arm (e.g. ``{"mean": ..., "censored_as_budget": ...}``), NaN where undefined.
-    """
+    """One arm's row in the reports: its usable seeds, those left out, and the columns its
+    criterion chose (ordered label -> value; a pair is a CI), because what describes an arm
+    depends on the criterion and the metric kind (a Kaplan-Meier median for censored times, a
+    mean for signed values, a share for a proportion). Values are NaN where undefined, inf where
+    a median is beyond the budget."""
 
     name: str
     n: int
-    events: int
-    censored: int
     excluded: dict[str, int]
-    median: float
-    median_ci: tuple[float, float]
-    stats: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,11 +179,13 @@ class CriterionResult:
 
 @dataclass(frozen=True)
 class Criterion:
-    """A named, parameterised statistical test that yields a verdict for a claim.
+    """A named, parameterised statistical test that yields a verdict for a claim: its schema
+    (`grokverify.catalog.criteria`: params, arms, accepted metric kinds, further metrics) and
+    its ``run``.
 
-    ``metrics_of`` (optional) names the per-seed metrics the criterion reads (e.g.
-    ``correlation``'s ``[x, y]``); the pipeline should put each into ``ArmSample.extra[name]``
-    (with ``"<name>.observed"``). A name missing from ``extra`` is read from ``ArmSample.times``,
+    ``metrics_of`` (optional) gives the further per-seed metrics the criterion reads (e.g.
+    ``correlation``'s ``[x, y]``); the pipeline puts each into ``ArmSample.extra[label]`` (with
+    ``"<label>.observed"``). A label missing from ``extra`` is read from ``ArmSample.values``,
     which is right only when it is the claim's own ``metric``. None: the claim's metric only.
     """
 
@@ -174,4 +193,13 @@ class Criterion:
     params_model: type[pydantic.BaseModel]
     run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult]
     arms_of: Callable[[pydantic.BaseModel], list[str]]
-    metrics_of: Callable[[pydantic.BaseModel], list[str]] | None = None
+    metrics_of: Callable[[pydantic.BaseModel], list[MetricSpec]] | None = None
+    kinds_of: Callable[[pydantic.BaseModel], tuple[Kind, ...]] = lambda params: ("time",)
+
+    @classmethod
+    def of(cls, schema: CriterionSchema,
+           run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult],
+           ) -> Criterion:
+        """The criterion of a catalog schema with its statistics."""
+        return cls(schema.name, schema.params_model, run, schema.arms_of, schema.metrics_of,
+                   schema.kinds_of)

@@ -1,10 +1,11 @@
-"""Pieces shared by the criteria: arm look-up, per-arm summaries, INCONCLUSIVE results, the
+"""Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the
 censoring policies and their lower-bound rule, statistics of a per-seed scalar, and the BCa
 bootstrap with its percentile fallback.
 
-Censoring. A censored seed's value is its censoring value (the budget): a *lower bound* on the
-true value. Criteria that compare values offer ``censored: as_budget`` (use the lower bound) or
-``refuse`` (no verdict while any value is censored). Under ``as_budget`` the *lower-bound rule*
+Censoring (time metrics only; a value metric is never censored). A censored seed's value is its
+censoring value (the budget): a *lower bound* on the true value. Criteria that compare values
+offer ``censored: as_budget`` (use the lower bound) or ``refuse`` (no verdict while any value is
+censored). Under ``as_budget`` the *lower-bound rule*
 applies: mean, median and IQM never decrease when a value rises, so a censored value can only
 have pulled its arm's statistic down. A verdict that this pull favours stands only when the
 statistic of every arm whose pull favours it is *determined* despite censoring (`determined`);
@@ -18,37 +19,36 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import numpy as np
-import pydantic
 from scipy import stats as sps
 
 from grokverify import verdict as verdict_rules
+from grokverify.catalog.criteria import CensoredPolicy, Statistic
 from grokverify.stats.base import ArmSample, ArmSummary, CriterionResult, Verdict
-from grokverify.stats.survival import summarize_arm
-
-Statistic = Literal["mean", "median", "iqm"]
-CensoredPolicy = Literal["as_budget", "refuse"]
-P = TypeVar("P", bound=pydantic.BaseModel)
 
 IQM_CUT = 0.25  # rliable's interquartile mean: scipy.stats.trim_mean(x, 0.25)
 
 
-def expect_params(params: pydantic.BaseModel, cls: type[P]) -> P:
-    """The params, checked to be of the criterion's own model (a wiring error otherwise)."""
-    if not isinstance(params, cls):
-        raise TypeError(f"expected {cls.__name__}, got {type(params).__name__}")
-    return params
-
-
-def require_arms(criterion: str, names: Sequence[str],
-                 arms: dict[str, ArmSample]) -> list[ArmSample]:
-    """The named arms' data; a missing arm is a wiring error (KeyError), not a verdict."""
+def require_arms(criterion: str, names: Sequence[str], arms: dict[str, ArmSample],
+                 kinds: Sequence[str] = ("time",)) -> list[ArmSample]:
+    """The named arms' data. A missing arm, or an arm whose metric kind the criterion does not
+    accept, is a wiring error (KeyError, TypeError), not a verdict: claims are checked for both
+    when they are loaded."""
     missing = [a for a in names if a not in arms]
     if missing:
         raise KeyError(f"{criterion}: no data for arm(s) {missing}")
+    wrong = [f"{a!r} ({arms[a].kind})" for a in names if arms[a].kind not in kinds]
+    if wrong:
+        raise TypeError(f"{criterion} takes {' or '.join(kinds)} metrics; arm(s) "
+                        f"{', '.join(wrong)} carry another kind")
     return [arms[a] for a in names]
+
+
+def is_value(arms: Sequence[ArmSample]) -> bool:
+    """Whether the arms carry a value metric (signed, never censored)."""
+    return any(a.kind == "value" for a in arms)
 
 
 def excluded_words(arm: ArmSample) -> str:
@@ -67,18 +67,18 @@ def too_few_seeds(arms: Sequence[ArmSample], need: int) -> str | None:
     return "; ".join(parts) or None
 
 
-def summarize(arm: ArmSample, ci_level: float, stats: dict[str, Any] | None = None) -> ArmSummary:
-    """KM median row of an arm (NaN when it has no seed) plus the criterion's own numbers."""
-    if arm.n:
-        out = summarize_arm(arm, ci_level)
-    else:
-        out = ArmSummary(arm.name, 0, 0, 0, dict(arm.excluded), math.nan, (math.nan, math.nan))
-    out.stats = dict(stats or {})
-    return out
+def arm_row(arm: ArmSample, columns: dict[str, Any]) -> ArmSummary:
+    """An arm's report row: its counts and the criterion's columns, in the order given."""
+    return ArmSummary(arm.name, arm.n, dict(arm.excluded), dict(columns))
 
 
 def censored_count(arm: ArmSample) -> int:
     return int(arm.n - arm.events)
+
+
+def censored_column(arm: ArmSample) -> dict[str, Any]:
+    """The "censored (as budget)" column of a time metric's row; none for a value metric."""
+    return {} if arm.kind == "value" else {"censored (as budget)": censored_count(arm)}
 
 
 @dataclass
@@ -115,8 +115,14 @@ class Frame:
 # ---------------------------------------------------------------- censoring
 
 
+NOT_CENSORED = ("none: a value metric is never censored (diverged seeds and seeds whose value is "
+                "undefined are left out and counted)")
+
+
 def censoring_details(arms: Sequence[ArmSample], policy: CensoredPolicy) -> dict[str, Any]:
     """What the details say about censoring under a policy, with the per-arm counts."""
+    if is_value(arms):
+        return {"censoring": NOT_CENSORED}
     how = {
         "as_budget": "censored values enter as their censoring value (the budget), a lower bound "
                      "on the true value; the lower-bound rule withholds any verdict that this "
@@ -181,6 +187,11 @@ def lower_bound_rule(verdict: Verdict, reason: str, at_risk: Sequence[ArmSample]
             [a.name for a in at_risk])
 
 
+def lower_bound_details(arms: Sequence[ArmSample], withheld: list[str]) -> dict[str, Any]:
+    """The lower-bound rule's outcome for the details; none for a value metric (no bound)."""
+    return {} if is_value(arms) else {"withheld_by_lower_bound_rule": withheld}
+
+
 # ---------------------------------------------------------------- statistics
 
 
@@ -194,6 +205,9 @@ STATISTIC_WORDS = {"mean": "mean", "median": "median",
 
 
 def statistic_of(values: np.ndarray, statistic: Statistic) -> float:
+    """The statistic of one arm's values (NaN for an arm without seeds)."""
+    if np.size(values) == 0:
+        return math.nan
     return float(STATISTICS[statistic](np.asarray(values, dtype=float), axis=-1))
 
 

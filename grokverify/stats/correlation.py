@@ -1,8 +1,9 @@
 """``correlation``: Spearman or Pearson correlation between two per-seed metrics of one arm.
 
-x is ``ArmSample.extra[x]`` when present, else ``ArmSample.times`` (the claim's own metric); y is
-``ArmSample.extra[y]``. Seeds where either value is NaN (undefined) are dropped pairwise and
-counted. Observed masks come from ``extra["<name>.observed"]`` (for x read from ``times``:
+x is ``ArmSample.extra[label of x]`` when present, else ``ArmSample.values`` (the claim's own
+metric); y is ``ArmSample.extra[label of y]``. x and y may be metrics of either kind (times or
+signed values). Seeds where either value is NaN (undefined) are dropped pairwise and counted.
+Observed masks come from ``extra["<label>.observed"]`` (for x read from ``values``:
 ``ArmSample.observed``); without one every value counts as observed.
 
 CI on Fisher's z scale, ``tanh(atanh(r) -/+ z_crit * se)``:
@@ -30,65 +31,21 @@ import warnings
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
 from scipy import stats as sps
 
 from grokverify import verdict as verdict_rules
-from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample, Criterion, CriterionResult
-from grokverify.stats.common import (
-    CensoredPolicy,
-    Frame,
-    excluded_words,
+from grokverify.catalog.criteria import (
+    ANY_KIND,
+    CRITERION_SPECS,
+    CorrelationParams,
     expect_params,
-    require_arms,
-    summarize,
 )
+from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample, Criterion, CriterionResult
+from grokverify.stats.common import NOT_CENSORED, Frame, arm_row, excluded_words, require_arms
 
 NAME = "correlation"
 MIN_PAIRS = 4
-
-
-class CorrelationParams(BaseModel):
-    """Claim: in ``arm``, metric ``y`` rises (``positive``: r >= min_effect) or falls
-    (``negative``: r <= -min_effect) with metric ``x`` across seeds. ``min_effect`` is the
-    smallest |r| the claim commits to (required; 0 = any correlation of that sign). The boundary
-    belongs to the claimed region. ``x``/``y`` name per-seed metrics; `metrics_needed` tells the
-    pipeline which to compute."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["correlation"]
-    arm: str
-    x: str
-    y: str
-    method: Literal["spearman", "pearson"] = "spearman"
-    direction: Literal["positive", "negative"]
-    min_effect: float = Field(ge=0, lt=1)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    censored: CensoredPolicy = "as_budget"
-
-    @field_validator("x", "y")
-    @classmethod
-    def _known_metric(cls, v: str) -> str:
-        from grokverify.metrics import METRICS
-
-        if v not in METRICS:
-            raise ValueError(f"unknown metric {v!r}; known: {', '.join(sorted(METRICS))}")
-        return v
-
-    @model_validator(mode="after")
-    def _distinct(self) -> CorrelationParams:
-        if self.x == self.y:
-            raise ValueError("x and y must be different metrics")
-        return self
-
-    def metrics_needed(self) -> list[str]:
-        """The per-seed metrics the pipeline must compute for this claim: [x, y]."""
-        return [self.x, self.y]
-
-    @property
-    def threshold(self) -> float:
-        return self.min_effect if self.direction == "positive" else -self.min_effect
 
 
 def fisher_ci(r: float, n: int, ci_level: float, method: str) -> tuple[float, float]:
@@ -107,7 +64,7 @@ def _metric(arm: ArmSample, name: str, fallback: bool) -> tuple[np.ndarray, np.n
         observed = arm.extra.get(name + OBSERVED_SUFFIX, np.ones(arm.n, dtype=bool))
         return values, observed
     if fallback or arm.n == 0:  # an arm with no usable seed is INCONCLUSIVE, not an error
-        return arm.times, arm.observed
+        return arm.values, arm.observed
     raise KeyError(f"correlation: arm {arm.name!r} carries no values of metric {name!r} "
                    f"(ArmSample.extra has {sorted(arm.extra)})")
 
@@ -115,30 +72,28 @@ def _metric(arm: ArmSample, name: str, fallback: bool) -> tuple[np.ndarray, np.n
 def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Correlation of y with x in one arm, Fisher-z CI, scipy p."""
     p = expect_params(params, CorrelationParams)
-    (arm,) = require_arms(NAME, [p.arm], arms)
-    x, ox = _metric(arm, p.x, fallback=True)
-    y, oy = _metric(arm, p.y, fallback=False)
+    (arm,) = require_arms(NAME, [p.arm], arms, ANY_KIND)
+    x_name, y_name = p.x.label(), p.y.label()
+    x, ox = _metric(arm, x_name, fallback=True)
+    y, oy = _metric(arm, y_name, fallback=False)
     pair = ~(np.isnan(x) | np.isnan(y))
     x, y, ox, oy = x[pair], y[pair], ox[pair], oy[pair]
     n = int(pair.sum())
-    cens = {p.x: int((~ox).sum()), p.y: int((~oy).sum())}
+    cens = {x_name: int((~ox).sum()), y_name: int((~oy).sum())}
+    times = [m.label() for m in (p.x, p.y) if m.kind == "time"]
     op = ">=" if p.direction == "positive" else "<="
     word = {"spearman": "Spearman", "pearson": "Pearson"}[p.method]
     se_words = {"spearman": "Fisher z with Bonett-Wright se sqrt((1 + r^2/2)/(n-3))",
                 "pearson": "Fisher z with se 1/sqrt(n-3)"}[p.method]
-    frame = Frame(NAME, f"{word} correlation of {p.y} with {p.x} in {arm.name}",
+    frame = Frame(NAME, f"{word} correlation of {y_name} with {x_name} in {arm.name}",
                   f"scipy {p.method}r (two-sided, "
                   "H0: no correlation)", p.threshold,
                   f"r {op} {verdict_rules.format_number(p.threshold)}", p.ci_level,
                   {"ci_method": se_words, "pairs_used": n,
                    "pairs_dropped_undefined": int(arm.n - n), "censored_values": cens,
-                   "censoring": ("censored values enter at their censoring value (Spearman: "
-                                 "tied above observed ones under a common budget); no "
-                                 "lower-bound rule" if p.censored == "as_budget" else
-                                 "censored: refuse -- any censored value withholds the verdict")})
-    stats: dict[str, Any] = {"pairs": n, f"censored_{p.x}": cens[p.x],
-                             f"censored_{p.y}": cens[p.y]}
-    rows = [summarize(arm, p.ci_level, stats)]
+                   "censoring": _censoring_words(p.censored, times)})
+    columns: dict[str, Any] = {"pairs": n, **{f"censored {k}": cens[k] for k in times}}
+    rows = [arm_row(arm, columns)]
     if n < MIN_PAIRS:
         return frame.inconclusive(
             f"arm {arm.name!r} has {n} complete (x, y) pair(s), fewer than the {MIN_PAIRS} a "
@@ -147,7 +102,7 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
         parts = " and ".join(f"{v} censored value(s) of {k}" for k, v in cens.items() if v)
         return frame.inconclusive(f"arm {arm.name!r} has {parts}, and the claim sets "
                                   "`censored: refuse`", rows)
-    constant = [name for name, v in ((p.x, x), (p.y, y)) if np.ptp(v) == 0]
+    constant = [name for name, v in ((x_name, x), (y_name, y)) if np.ptp(v) == 0]
     if constant:
         return frame.inconclusive(f"{' and '.join(constant)} is constant over the {n} seeds of "
                                   f"arm {arm.name!r}, so the correlation is undefined", rows)
@@ -159,19 +114,17 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     region_dir: Literal["less", "greater"] = "greater" if p.direction == "positive" else "less"
     verdict, reason = verdict_rules.decide(ci, p.threshold, region_dir, r, frame.effect_label,
                                            p.ci_level)
-    rows[0].stats["r"] = r
+    rows[0].columns["r"] = r
     return frame.result(r, ci, pval, verdict, reason, rows)
 
 
-def correlation_arms(params: BaseModel) -> list[str]:
-    """[arm]."""
-    return [expect_params(params, CorrelationParams).arm]
+def _censoring_words(policy: str, times: list[str]) -> str:
+    if not times:
+        return NOT_CENSORED
+    if policy == "refuse":
+        return "censored: refuse -- any censored value withholds the verdict"
+    return ("censored values enter at their censoring value (Spearman: tied above observed ones "
+            "under a common budget); no lower-bound rule")
 
 
-def correlation_metrics(params: BaseModel) -> list[str]:
-    """[x, y]: the per-seed metrics the pipeline must compute."""
-    return expect_params(params, CorrelationParams).metrics_needed()
-
-
-CORRELATION = Criterion(NAME, CorrelationParams, run_correlation, correlation_arms,
-                        correlation_metrics)
+CORRELATION = Criterion.of(CRITERION_SPECS[NAME], run_correlation)

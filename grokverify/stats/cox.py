@@ -17,65 +17,25 @@ import warnings
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
 from scipy import stats as sps
 from statsmodels.duration.hazard_regression import PHReg
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 from grokverify import verdict as verdict_rules
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult
-from grokverify.stats.common import (
-    Frame,
-    censored_count,
+from grokverify.catalog.criteria import (
+    CRITERION_SPECS,
+    TIME_ONLY,
+    CoxHazardRatioParams,
     expect_params,
-    require_arms,
-    summarize,
-    too_few_seeds,
 )
-from grokverify.stats.survival import logrank
+from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.stats.common import Frame, arm_row, require_arms, too_few_seeds
+from grokverify.stats.survival import km_columns, logrank
 
 NAME = "cox_hazard_ratio"
 CENSORING = ("seeds that never reach the threshold are right-censored at their budget and stay "
              "in the risk sets until then; ties in time handled by Efron's method")
-
-
-class CoxHazardRatioParams(BaseModel):
-    """Claim: treated's time-to-threshold is shorter (``less``) or longer (``greater``) than
-    baseline's, as a hazard ratio HR = hazard(treated) / hazard(baseline) from a Cox model.
-
-    ``min_effect`` m is the relative change of *time* the claim commits to, as in
-    ``survival_compare`` (0.2: "at least 20% faster / slower"), turned into a hazard ratio by the
-    constant-hazard (exponential) correspondence HR = 1 / time ratio:
-
-    * ``less``    (treated faster): claimed region ``HR >= 1 / (1 - m)`` (m = 0.2: HR >= 1.25);
-    * ``greater`` (treated slower): claimed region ``HR <= 1 / (1 + m)`` (m = 0.2: HR <= 0.833).
-
-    The boundary belongs to the claimed region (as in `grokverify.verdict.decide`).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["cox_hazard_ratio"]
-    baseline: str
-    treated: str
-    direction: Literal["less", "greater"]
-    min_effect: float = Field(0.2, ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-
-    @model_validator(mode="after")
-    def _check(self) -> CoxHazardRatioParams:
-        if self.baseline == self.treated:
-            raise ValueError("baseline and treated must be different arms")
-        if self.direction == "less" and self.min_effect >= 1:
-            raise ValueError("a time cannot fall by 100% or more: min_effect must be < 1")
-        return self
-
-    @property
-    def threshold(self) -> float:
-        """Boundary of the claimed region on the HR scale: 1/(1-m) (less) or 1/(1+m) (greater)."""
-        if self.direction == "less":
-            return 1.0 / (1.0 - self.min_effect)
-        return 1.0 / (1.0 + self.min_effect)
 
 
 def _label(p: CoxHazardRatioParams) -> str:
@@ -91,7 +51,7 @@ def _region(p: CoxHazardRatioParams) -> str:
 
 def fit_cox(base: ArmSample, treat: ArmSample, ci_level: float) -> dict[str, float]:
     """beta, se, HR, its Wald CI and p from PHReg (Efron ties); raises on non-convergence."""
-    time = np.concatenate([base.times, treat.times])
+    time = np.concatenate([base.values, treat.values])
     status = np.concatenate([base.observed, treat.observed]).astype(float)
     arm = np.repeat([0.0, 1.0], [base.n, treat.n])[:, None]
     with warnings.catch_warnings(record=True) as caught:
@@ -111,12 +71,11 @@ def fit_cox(base: ArmSample, treat: ArmSample, ci_level: float) -> dict[str, flo
 def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Cox PH hazard ratio of treated vs baseline; the Wald CI decides, its p informs."""
     p = expect_params(params, CoxHazardRatioParams)
-    base, treat = require_arms(NAME, cox_arms(p), arms)
+    base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
     frame = Frame(NAME, _label(p), "Wald test of the arm coefficient (statsmodels PHReg, Efron "
                   "ties)", p.threshold, _region(p), p.ci_level,
                   {"censoring": CENSORING, "min_effect_to_hr": "less: 1/(1-m); greater: 1/(1+m)"})
-    rows = [summarize(a, p.ci_level, {"events": a.events, "censored": censored_count(a)})
-            for a in (base, treat)]
+    rows = [arm_row(a, km_columns(a, p.ci_level)) for a in (base, treat)]
     if why := too_few_seeds((base, treat), 1):
         return frame.inconclusive(why, rows)
     chisq, lr_p = logrank(base, treat)
@@ -141,10 +100,4 @@ def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
                          "ci": "Wald: exp(beta -/+ z se)", "arm_coding": "treated=1"})
 
 
-def cox_arms(params: BaseModel) -> list[str]:
-    """The arm names a cox_hazard_ratio claim refers to: [baseline, treated]."""
-    p = expect_params(params, CoxHazardRatioParams)
-    return [p.baseline, p.treated]
-
-
-COX_HAZARD_RATIO = Criterion(NAME, CoxHazardRatioParams, run_cox, cox_arms)
+COX_HAZARD_RATIO = Criterion.of(CRITERION_SPECS[NAME], run_cox)

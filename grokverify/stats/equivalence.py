@@ -20,92 +20,35 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
 from grokverify import verdict as verdict_rules
+from grokverify.catalog.criteria import (
+    ANY_KIND,
+    CRITERION_SPECS,
+    EquivalenceParams,
+    equivalence_arms,
+    expect_params,
+)
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
 from grokverify.stats.common import (
-    CensoredPolicy,
     Frame,
-    censored_count,
+    arm_row,
+    censored_column,
     censoring_details,
     determined,
-    expect_params,
+    lower_bound_details,
     lower_bound_rule,
     refusal,
     require_arms,
-    summarize,
     too_few_seeds,
 )
 
 NAME = "equivalence"
-
-
-class EquivalenceParams(BaseModel):
-    """Claim: two arms (or one arm and a reference value) do not differ beyond ``margin``.
-
-    Give either ``baseline`` + ``treated`` (two-arm form) or ``arm`` (+ ``reference``, default 0;
-    one-arm form). ``margin_kind: absolute`` (metric units) or ``relative`` (a fraction < 1, on
-    the ratio scale ``[1 - margin, 1 / (1 - margin)]``, values must be > 0). CI at ``1 - 2
-    alpha``. ``usevar``: Welch (``unequal``, default) or pooled variance, two-arm form only.
-    ``censored``: ``refuse`` (default; censored values make "equal" unjudgeable) or
-    ``as_budget`` under the lower-bound rule (the mean is never determined with censoring, so
-    SUPPORTED is then always withheld).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["equivalence"]
-    baseline: str | None = None
-    treated: str | None = None
-    arm: str | None = None
-    reference: float | None = None
-    margin: float = Field(gt=0)
-    margin_kind: Literal["absolute", "relative"] = "absolute"
-    usevar: Literal["unequal", "pooled"] = "unequal"
-    alpha: float = Field(0.05, gt=0, lt=0.5)
-    censored: CensoredPolicy = "refuse"
-
-    @model_validator(mode="after")
-    def _one_form(self) -> EquivalenceParams:
-        two = self.baseline is not None or self.treated is not None
-        if two and self.arm is not None:
-            raise ValueError("give either baseline + treated (two arms) or arm (+ reference), "
-                             "not both")
-        if two:
-            if self.baseline is None or self.treated is None:
-                raise ValueError("the two-arm form needs both baseline and treated")
-            if self.baseline == self.treated:
-                raise ValueError("baseline and treated must be different arms")
-            if self.reference is not None:
-                raise ValueError("reference applies to the one-arm form (arm:) only")
-        elif self.arm is None:
-            raise ValueError("give baseline + treated (two arms) or arm (+ reference)")
-        elif self.reference is None:
-            self.reference = 0.0
-        if self.margin_kind == "relative":
-            if self.margin >= 1:
-                raise ValueError("a relative margin must be < 1 (ratio in [1-m, 1/(1-m)])")
-            if self.arm is not None and not (self.reference or 0) > 0:
-                raise ValueError("a relative margin needs reference > 0")
-        return self
-
-    @property
-    def ci_level(self) -> float:
-        return 1.0 - 2.0 * self.alpha
-
-    @property
-    def region(self) -> tuple[float, float]:
-        m = self.margin
-        centre = 0.0 if self.arm is None else float(self.reference or 0.0)
-        if self.margin_kind == "absolute":
-            return centre - m, centre + m
-        scale = 1.0 if self.arm is None else centre
-        return scale * (1 - m), scale / (1 - m)
 
 
 def _label(p: EquivalenceParams) -> str:
@@ -116,13 +59,19 @@ def _label(p: EquivalenceParams) -> str:
     return f"difference of means ({p.treated} - {p.baseline})"
 
 
-def _stats(arm: ArmSample) -> dict[str, Any]:
-    x = arm.times
-    with np.errstate(all="ignore"):
-        gmean = float(np.exp(np.mean(np.log(x)))) if arm.n and (x > 0).all() else math.nan
-    return {"mean": float(np.mean(x)) if arm.n else math.nan, "geometric_mean": gmean,
-            "sd": float(np.std(x, ddof=1)) if arm.n > 1 else math.nan,
-            "censored_as_budget": censored_count(arm)}
+def _columns(arm: ArmSample, p: EquivalenceParams) -> dict[str, Any]:
+    """seeds, mean (geometric for a relative margin: the scale it is judged on), sd, and for a
+    time metric the seeds entered at the budget."""
+    x = arm.values
+    out: dict[str, Any] = {"seeds": arm.n}
+    if p.margin_kind == "relative":
+        with np.errstate(all="ignore"):
+            positive = arm.n and (x > 0).all()
+            out["geometric mean"] = float(np.exp(np.mean(np.log(x)))) if positive else math.nan
+    else:
+        out["mean"] = float(np.mean(x)) if arm.n else math.nan
+    out["sd"] = float(np.std(x, ddof=1)) if arm.n > 1 else math.nan
+    return {**out, **censored_column(arm)}
 
 
 def _tost(p: EquivalenceParams, data: list[ArmSample]) -> tuple[float, tuple[float, float], float]:
@@ -134,15 +83,15 @@ def _tost(p: EquivalenceParams, data: list[ArmSample]) -> tuple[float, tuple[flo
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         if len(data) == 1:
-            d = DescrStatsW(tr(data[0].times))
+            d = DescrStatsW(tr(data[0].values))
             pval = d.ttost_mean(tr(low), tr(upp))[0]
             est, (lo, hi) = float(d.mean), d.tconfint_mean(alpha=2 * p.alpha)
         else:
             base, treat = data
-            pval = ttost_ind(treat.times, base.times, low, upp, usevar=p.usevar,
+            pval = ttost_ind(treat.values, base.values, low, upp, usevar=p.usevar,
                              transform=np.log if rel else None)[0]
-            cm = CompareMeans(DescrStatsW(tr(treat.times)), DescrStatsW(tr(base.times)))
-            est = float(np.mean(tr(treat.times)) - np.mean(tr(base.times)))
+            cm = CompareMeans(DescrStatsW(tr(treat.values)), DescrStatsW(tr(base.values)))
+            est = float(np.mean(tr(treat.values)) - np.mean(tr(base.values)))
             lo, hi = cm.tconfint_diff(alpha=2 * p.alpha, usevar=p.usevar)
     return back(est), (back(float(lo)), back(float(hi))), float(pval)
 
@@ -150,7 +99,7 @@ def _tost(p: EquivalenceParams, data: list[ArmSample]) -> tuple[float, tuple[flo
 def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """TOST: the (1 - 2 alpha) CI within the margins supports, wholly outside refutes."""
     p = expect_params(params, EquivalenceParams)
-    data = require_arms(NAME, equivalence_arms(p), arms)
+    data = require_arms(NAME, equivalence_arms(p), arms, ANY_KIND)
     low, upp = p.region
     fmt = verdict_rules.format_number
     test = ("TOST, one sample (statsmodels DescrStatsW.ttost_mean)" if p.arm is not None else
@@ -163,11 +112,11 @@ def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
                    "ci_convention": f"{p.ci_level * 100:g}% CI = 1 - 2 alpha (TOST, alpha = "
                                     f"{p.alpha:g})",
                    "equivalence_region": [low, upp], "margin_kind": p.margin_kind})
-    rows = [summarize(a, p.ci_level, _stats(a)) for a in data]
+    rows = [arm_row(a, _columns(a, p)) for a in data]
     if why := too_few_seeds(data, 2) or refusal(data, p.censored):
         return frame.inconclusive(why, rows)
-    if p.margin_kind == "relative" and (bad := [a for a in data if (a.times <= 0).any()]):
-        who = " and ".join(f"arm {a.name!r} has {int((a.times <= 0).sum())} value(s) <= 0"
+    if p.margin_kind == "relative" and (bad := [a for a in data if (a.values <= 0).any()]):
+        who = " and ".join(f"arm {a.name!r} has {int((a.values <= 0).sum())} value(s) <= 0"
                            for a in bad)
         return frame.inconclusive(f"{who}, and a relative margin compares logs", rows)
     estimate, ci, pval = _tost(p, data)
@@ -176,7 +125,7 @@ def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     at_risk = _at_risk(p, data, verdict, ci, low)
     verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, "mean")
     return frame.result(estimate, ci, pval, verdict, reason, rows,
-                        {"withheld_by_lower_bound_rule": withheld})
+                        lower_bound_details(data, withheld))
 
 
 def _at_risk(p: EquivalenceParams, data: list[ArmSample], verdict: Verdict,
@@ -192,15 +141,7 @@ def _at_risk(p: EquivalenceParams, data: list[ArmSample], verdict: Verdict,
             candidates = [data[1]] if below else [data[0]]
     else:
         candidates = []
-    return [a for a in candidates if not determined(a.times, a.observed, "mean")]
+    return [a for a in candidates if not determined(a.values, a.observed, "mean")]
 
 
-def equivalence_arms(params: BaseModel) -> list[str]:
-    """[baseline, treated] (two-arm form) or [arm] (one-arm form)."""
-    p = expect_params(params, EquivalenceParams)
-    if p.arm is not None:
-        return [p.arm]
-    return [str(p.baseline), str(p.treated)]
-
-
-EQUIVALENCE = Criterion(NAME, EquivalenceParams, run_equivalence, equivalence_arms)
+EQUIVALENCE = Criterion.of(CRITERION_SPECS[NAME], run_equivalence)

@@ -73,7 +73,7 @@ def fit_censored_lognormal(arms: Sequence[ArmSample]) -> tuple[list[float], floa
     """Maximum-likelihood log-normal fit to right-censored times: one log-median per arm and a
     common log-scale sd. Raises ValueError when the data cannot identify them (an arm without an
     event, or fewer than two distinct observed values overall)."""
-    logs = [np.log(np.maximum(a.times, 1e-9)) for a in arms]
+    logs = [np.log(np.maximum(a.values, 1e-9)) for a in arms]
     obs = [a.observed for a in arms]
     if not arms or any(not o.any() for o in obs):
         raise ValueError("the pilot needs an event in every arm to fit a log-normal")
@@ -107,7 +107,7 @@ def _vary_seed(params: pydantic.BaseModel, value: int) -> pydantic.BaseModel:
 
 
 def _budget_of(pilot: dict[str, ArmSample]) -> float:
-    cens = [a.times[~a.observed] for a in pilot.values() if (~a.observed).any()]
+    cens = [a.values[~a.observed] for a in pilot.values() if (~a.observed).any()]
     return float(max(c.max() for c in cens)) if cens else math.inf
 
 

@@ -1,105 +1,77 @@
 """Criteria on a per-seed scalar: ``scalar_compare`` (two arms, ratio or difference of a
 statistic, BCa bootstrap CI) and ``value`` (one arm's statistic within a tolerance of a number).
 
-Per-seed values are ``ArmSample.times`` (for a time metric: the step, or the budget when the seed
-is censored). Censoring follows ``censored: as_budget | refuse`` and the lower-bound rule of
-`grokverify.stats.common`.
+Per-seed values are ``ArmSample.values``: for a time metric the step, or the budget when the
+seed is censored; for a value metric a signed number. Censoring (time metrics) follows
+``censored: as_budget | refuse`` and the lower-bound rule of `grokverify.stats.common`. A ratio
+of statistics of a value metric is judged only when every value is > 0: with a value <= 0 a
+statistic can be 0 or change sign and the ratio means nothing (INCONCLUSIVE, use a difference).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
 from scipy.stats import binom
 
 from grokverify import verdict as verdict_rules
-from grokverify.specbase import Int
+from grokverify.catalog.criteria import (
+    ANY_KIND,
+    CRITERION_SPECS,
+    ScalarCompareParams,
+    Statistic,
+    ValueParams,
+    expect_params,
+)
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
 from grokverify.stats.common import (
     STATISTIC_WORDS,
     STATISTICS,
-    CensoredPolicy,
     Frame,
-    Statistic,
+    arm_row,
     bootstrap_ci,
-    censored_count,
+    censored_column,
     censoring_details,
     determined,
-    expect_params,
+    lower_bound_details,
     lower_bound_rule,
     refusal,
     require_arms,
     statistic_of,
-    summarize,
     too_few_seeds,
 )
-from grokverify.stats.survival import (
-    Effect,
-    check_two_arm_effect,
-    effect_threshold,
-    median_effect,
-)
+from grokverify.stats.survival import median_effect
 
 SCALAR = "scalar_compare"
 VALUE = "value"
-DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
 
 
-def _arm_stats(arm: ArmSample, statistic: Statistic) -> dict[str, Any]:
-    value = statistic_of(arm.times, statistic) if arm.n else math.nan
-    return {statistic: value, "censored_as_budget": censored_count(arm),
-            "determined_despite_censoring": bool(arm.n) and determined(arm.times, arm.observed,
-                                                                       statistic)}
+def _columns(arm: ArmSample, statistic: Statistic) -> dict[str, Any]:
+    """seeds, the statistic, and for a time metric how many seeds entered at the budget and
+    whether the statistic is determined despite them."""
+    out: dict[str, Any] = {"seeds": arm.n, statistic: statistic_of(arm.values, statistic)}
+    if arm.kind == "time":
+        out.update(censored_column(arm))
+        out["determined"] = "yes" if arm.n and determined(arm.values, arm.observed,
+                                                          statistic) else "no"
+    return out
+
+
+def not_positive(arms: list[ArmSample]) -> str | None:
+    """Why a ratio of a value metric's statistics means nothing here (a value <= 0), or None."""
+    bad = [a for a in arms if a.kind == "value" and (a.values <= 0).any()]
+    if not bad:
+        return None
+    who = " and ".join(f"arm {a.name!r} has {int((a.values <= 0).sum())} value(s) <= 0"
+                       for a in bad)
+    return (f"{who}, and a ratio of statistics of a signed value metric is meaningful only when "
+            "every value is > 0 (use effect: difference)")
 
 
 # ---------------------------------------------------------------- scalar_compare
-
-
-class ScalarCompareParams(BaseModel):
-    """Claim: a statistic (mean | median | iqm) of a per-seed scalar is lower (``less``) or
-    higher (``greater``) in treated than in baseline, by at least ``min_effect``.
-
-    ``effect: ratio`` compares ``stat(treated) / stat(baseline)`` with ``1 -/+ min_effect``
-    (default min_effect 0.2, i.e. 20%); ``effect: difference`` compares
-    ``stat(treated) - stat(baseline)`` with ``-/+ min_effect`` in the metric's units (no default:
-    it must be stated). The boundary belongs to the claimed region. CI: BCa bootstrap
-    (scipy.stats.bootstrap, ``n_boot`` resamples, seeded by ``bootstrap_seed``), percentile when
-    BCa is degenerate; for the mean and the IQM run at Hesterberg's expanded level (see
-    `grokverify.stats.common.expanded_level`) so that it keeps its coverage with few seeds.
-    ``censored``: ``as_budget`` (default) enters censored values at the budget
-    under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["scalar_compare"]
-    baseline: str
-    treated: str
-    statistic: Statistic = "median"
-    effect: Effect = "ratio"
-    direction: Literal["less", "greater"]
-    min_effect: float | None = Field(None, ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
-    bootstrap_seed: Int = 0
-    censored: CensoredPolicy = "as_budget"
-
-    @model_validator(mode="after")
-    def _check(self) -> ScalarCompareParams:
-        if self.min_effect is None:
-            if self.effect == "difference":
-                raise ValueError("effect 'difference' needs min_effect in the metric's units")
-            self.min_effect = DEFAULT_MIN_EFFECT
-        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
-                             self.min_effect)
-        return self
-
-    @property
-    def threshold(self) -> float:
-        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0))
 
 
 def _scalar_label(p: ScalarCompareParams) -> str:
@@ -115,21 +87,23 @@ def _scalar_region(p: ScalarCompareParams) -> str:
 def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Ratio/difference of a per-seed statistic between two arms; the BCa CI decides."""
     p = expect_params(params, ScalarCompareParams)
-    base, treat = require_arms(SCALAR, scalar_arms(p), arms)
+    base, treat = require_arms(SCALAR, [p.baseline, p.treated], arms, ANY_KIND)
     frame = Frame(SCALAR, _scalar_label(p), "BCa bootstrap CI of the effect (no test)",
                   p.threshold, _scalar_region(p), p.ci_level,
                   {**censoring_details((base, treat), p.censored),
                    "statistic": STATISTIC_WORDS[p.statistic]})
-    rows = [summarize(a, p.ci_level, _arm_stats(a, p.statistic)) for a in (base, treat)]
-    if why := too_few_seeds((base, treat), 2) or refusal((base, treat), p.censored):
+    rows = [arm_row(a, _columns(a, p.statistic)) for a in (base, treat)]
+    ratio_undefined = not_positive([base, treat]) if p.effect == "ratio" else None
+    if why := too_few_seeds((base, treat), 2) or refusal((base, treat), p.censored) \
+            or ratio_undefined:
         return frame.inconclusive(why, rows)
     stat, effect = STATISTICS[p.statistic], p.effect
 
     def effect_of(b: np.ndarray, t: np.ndarray, axis: int = -1) -> Any:
         return median_effect(stat(b, axis=axis), stat(t, axis=axis), effect)
 
-    estimate = float(effect_of(base.times, treat.times))
-    ci, boot = bootstrap_ci((base.times, treat.times), effect_of, p.ci_level, p.n_boot,
+    estimate = float(effect_of(base.values, treat.values))
+    ci, boot = bootstrap_ci((base.values, treat.values), effect_of, p.ci_level, p.n_boot,
                             p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"))
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
                                            frame.effect_label, p.ci_level)
@@ -138,59 +112,23 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
     pulls = {Verdict.SUPPORTED: favours_less if p.direction == "less" else favours_greater,
              Verdict.REFUTED: favours_greater if p.direction == "less" else favours_less}
     arm = pulls.get(verdict)
-    at_risk = [arm] if arm is not None and not determined(arm.times, arm.observed,
+    at_risk = [arm] if arm is not None and not determined(arm.values, arm.observed,
                                                            p.statistic) else []
     verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, p.statistic)
     return frame.result(estimate, ci, None, verdict, reason, rows,
-                        {**boot, "withheld_by_lower_bound_rule": withheld})
+                        {**boot, **lower_bound_details((base, treat), withheld)})
 
 
-def scalar_arms(params: BaseModel) -> list[str]:
-    """[baseline, treated]."""
-    p = expect_params(params, ScalarCompareParams)
-    return [p.baseline, p.treated]
-
-
-SCALAR_COMPARE = Criterion(SCALAR, ScalarCompareParams, run_scalar_compare, scalar_arms)
+SCALAR_COMPARE = Criterion.of(CRITERION_SPECS[SCALAR], run_scalar_compare)
 
 
 # ---------------------------------------------------------------- value
 
 
-class ValueParams(BaseModel):
-    """Claim: an arm's per-seed quantity lies within ``tol`` of a paper's number ``target``.
-
-    Estimate: the mean (CI: bootstrap-t, `mean_bootstrap_t_ci`) or the median (CI: exact
-    distribution-free order-statistic interval, `median_order_ci`) over seeds. Claimed region
-    ``[target - tol, target + tol]``, both ends included:
-    SUPPORTED when the CI lies within it, REFUTED when wholly outside, else INCONCLUSIVE.
-    ``censored``: ``refuse`` (default: a lower bound cannot place a value in an interval) or
-    ``as_budget`` under the lower-bound rule.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["value"]
-    arm: str
-    target: float
-    tol: float = Field(ge=0)
-    statistic: Literal["mean", "median"] = "mean"
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
-    bootstrap_seed: Int = 0
-    censored: CensoredPolicy = "refuse"
-
-    @model_validator(mode="after")
-    def _finite(self) -> ValueParams:
-        if not (math.isfinite(self.target) and math.isfinite(self.tol)):
-            raise ValueError("target and tol must be finite numbers")
-        return self
-
-
 def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """An arm's mean/median with its CI against [target - tol, target + tol]."""
     p = expect_params(params, ValueParams)
-    (arm,) = require_arms(VALUE, [p.arm], arms)
+    (arm,) = require_arms(VALUE, [p.arm], arms, ANY_KIND)
     lower, upper = p.target - p.tol, p.target + p.tol
     fmt = verdict_rules.format_number
     test = ("bootstrap-t CI of the mean (no test)" if p.statistic == "mean"
@@ -198,10 +136,10 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     frame = Frame(VALUE, f"{p.statistic} of {arm.name}", test, p.target,
                   f"{p.statistic} within [{fmt(lower)}, {fmt(upper)}] ({fmt(p.target)} "
                   f"+/- {fmt(p.tol)})", p.ci_level, censoring_details([arm], p.censored))
-    rows = [summarize(arm, p.ci_level, _arm_stats(arm, p.statistic))]
+    rows = [arm_row(arm, _columns(arm, p.statistic))]
     if why := too_few_seeds([arm], 2) or refusal([arm], p.censored):
         return frame.inconclusive(why, rows)
-    x = arm.times
+    x = arm.values
     estimate = statistic_of(x, p.statistic)
     details: dict[str, Any]
     if p.statistic == "mean":
@@ -216,7 +154,7 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, p.statistic)
     return frame.result(estimate, ci, None, verdict, reason, rows,
                         {**details, "tolerance_region": [lower, upper],
-                         "withheld_by_lower_bound_rule": withheld})
+                         **lower_bound_details([arm], withheld)})
 
 
 def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
@@ -271,9 +209,4 @@ def median_order_ci(x: np.ndarray, ci_level: float) -> tuple[tuple[float, float]
                 "order_statistic_k": k, "achieved_level": achieved}
 
 
-def value_arms(params: BaseModel) -> list[str]:
-    """[arm]."""
-    return [expect_params(params, ValueParams).arm]
-
-
-VALUE_CRITERION = Criterion(VALUE, ValueParams, run_value, value_arms)
+VALUE_CRITERION = Criterion.of(CRITERION_SPECS[VALUE], run_value)

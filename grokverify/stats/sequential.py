@@ -3,7 +3,9 @@
 A claim's ``seeds: {min, max, step}`` runs the arms at ``n = min, min + step, ..., max`` seeds
 (`looks`; the last look is always ``max``). After each round the criterion is re-run on all
 seeds so far; the verdict is **final at the first look where it is SUPPORTED or REFUTED**, and
-when no look decides, the **last look's verdict (INCONCLUSIVE) stands**.
+when no look decides, the **last look's verdict (INCONCLUSIVE) stands**. `Rounds` holds a
+claim's looks and applies this rule; `grokverify run` and `run_sequential` (the calibration
+benchmark) both step through it.
 
 Looking repeatedly at accumulating data would inflate the error rates if every look used the
 declared CI level, so each look uses a wider CI, from an **alpha-spending function** (Lan &
@@ -222,6 +224,87 @@ def crossing_probabilities(information_fractions: Sequence[float],
     return out
 
 
+# ---------------------------------------------------------------- the looks of a claim
+
+
+@dataclass(frozen=True)
+class Look:
+    """One planned look: seeds per arm, and the CI level to judge at (None: the criterion's
+    own, for a fixed number of seeds)."""
+
+    n: int
+    ci_level: float | None
+    information_fraction: float = 1.0
+    alpha_spent: float | None = None
+    nominal_alpha: float | None = None
+
+
+class Rounds:
+    """The looks of a seeding design and how far a claim has got through them: judge the arms
+    at `next_look()`, `record()` the verdict, and the rounds are `done` at the first SUPPORTED or
+    REFUTED verdict or after the last look. `grokverify run` (per claim) and `run_sequential`
+    (the calibration benchmark) both step through this one object, so the benchmark checks the
+    stopping rule users run."""
+
+    def __init__(self, looks: Sequence[Look], kind: SpendingKind | None = None,
+                 alpha: float | None = None):
+        if not looks:
+            raise ValueError("a seeding design needs at least one look")
+        self.looks = list(looks)
+        self.kind, self.alpha = kind, alpha
+        self.verdicts: list[Verdict] = []
+
+    @classmethod
+    def fixed(cls, n: int) -> Rounds:
+        """One look at `n` seeds per arm, at the criterion's own CI level."""
+        return cls([Look(int(n), None)])
+
+    @classmethod
+    def with_spending(cls, sizes: Sequence[int], alpha: float,
+                      kind: SpendingKind = "obrien_fleming") -> Rounds:
+        """Looks at `sizes` seeds per arm, each at the nominal level of the spending rule for an
+        overall two-sided `alpha` (information fraction = n_k / n_max)."""
+        fractions = information_fractions(sizes)
+        levels = nominal_levels(fractions, alpha, kind)
+        looks = [Look(int(n), 1.0 - a, t, float(spending(t, alpha, kind)), a)
+                 for n, t, a in zip(sizes, fractions, levels, strict=True)]
+        return cls(looks, kind, float(alpha))
+
+    @property
+    def sequential(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def decided(self) -> bool:
+        """Whether the last recorded verdict was SUPPORTED or REFUTED (final)."""
+        return bool(self.verdicts) and self.verdicts[-1] in DECIDED
+
+    @property
+    def done(self) -> bool:
+        return self.decided or len(self.verdicts) == len(self.looks)
+
+    def next_look(self) -> Look | None:
+        """The look to judge next, or None when the rounds are done."""
+        return None if self.done else self.looks[len(self.verdicts)]
+
+    def record(self, verdict: Verdict) -> None:
+        """The verdict at the current look."""
+        if self.done:
+            raise RuntimeError("every look has been judged or a verdict is final already")
+        self.verdicts.append(Verdict(verdict))
+
+    @staticmethod
+    def params_at(params: pydantic.BaseModel, look: Look) -> pydantic.BaseModel:
+        """The criterion params to judge `look` with."""
+        return params if look.ci_level is None else at_level(params, look.ci_level)
+
+    def schedule(self) -> list[dict[str, Any]]:
+        """Every planned look with its spending (for the result's details)."""
+        return [{"n": k.n, "information_fraction": k.information_fraction,
+                 "alpha_spent": k.alpha_spent, "nominal_alpha": k.nominal_alpha,
+                 "ci_level": k.ci_level} for k in self.looks]
+
+
 # ---------------------------------------------------------------- running a sequential claim
 
 
@@ -251,7 +334,7 @@ class SequentialOutcome:
     nominal_levels: list[float]
     rounds: list[Round]
     result: CriterionResult
-    schedule: list[dict[str, float]] = field(default_factory=list)
+    schedule: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -267,7 +350,8 @@ class SequentialOutcome:
         return len(self.rounds) < len(self.looks)
 
 
-def _own_alpha(params: pydantic.BaseModel) -> float:
+def own_alpha(params: pydantic.BaseModel) -> float:
+    """The criterion's own two-sided alpha: 1 - its CI level (equivalence: 2 alpha)."""
     level = getattr(params, "ci_level", None)
     if level is None:
         raise ValueError(f"{type(params).__name__} has no ci_level; pass alpha explicitly")
@@ -294,33 +378,28 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
                    draw_arms: Callable[[int], dict[str, ArmSample]],
                    looks: Sequence[int], alpha: float | None = None,
                    kind: SpendingKind = "obrien_fleming") -> SequentialOutcome:
-    """Run a claim group-sequentially: at each look n_k, judge ``draw_arms(n_k)`` (the arms
-    with their first n_k seeds) at CI level ``1 - alpha_k`` and stop at the first SUPPORTED or
-    REFUTED verdict; otherwise the last look's verdict stands.
+    """Run a claim group-sequentially through `Rounds`: at each look n_k, judge
+    ``draw_arms(n_k)`` (the arms with their first n_k seeds) at CI level ``1 - alpha_k`` and
+    stop at the first SUPPORTED or REFUTED verdict; otherwise the last look's verdict stands.
 
     ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
     ``kind`` the spending function. Information fraction = n_k / n_max (seeds per arm)."""
     from grokverify.stats import criterion_for  # lazy: the registry may one day import this
 
     criterion = criterion_for(criterion_name, params)
-    sizes = [int(n) for n in looks]
-    fractions = information_fractions(sizes)
-    total = _own_alpha(params) if alpha is None else float(alpha)
-    levels = nominal_levels(fractions, total, kind)
-    spent = [float(spending(t, total, kind)) for t in fractions]
+    total = own_alpha(params) if alpha is None else float(alpha)
+    design = Rounds.with_spending([int(n) for n in looks], total, kind)
     rounds: list[Round] = []
     result: CriterionResult | None = None
-    for n, t, a in zip(sizes, fractions, levels, strict=True):
-        level = 1.0 - a
-        result = criterion.run(at_level(params, level), draw_arms(n))
-        rounds.append(Round(n, t, level, float(result.estimate),
-                            (float(result.ci[0]), float(result.ci[1])), result.verdict))
-        if result.verdict in DECIDED:
-            break
+    while (look := design.next_look()) is not None:
+        result = criterion.run(design.params_at(params, look), draw_arms(look.n))
+        design.record(result.verdict)
+        rounds.append(Round(look.n, look.information_fraction, float(look.ci_level or 0.0),
+                            float(result.estimate), (float(result.ci[0]), float(result.ci[1])),
+                            result.verdict))
     assert result is not None
-    schedule = [{"n": n, "information_fraction": t, "alpha_spent": s, "nominal_alpha": a,
-                 "ci_level": 1.0 - a}
-                for n, t, s, a in zip(sizes, fractions, spent, levels, strict=True)]
+    sizes = [k.n for k in design.looks]
+    schedule = design.schedule()
     final = rounds[-1]
     result.details["sequential"] = {
         "design": f"group-sequential, Lan-DeMets {kind.replace('_', '-')}-type alpha spending, "
@@ -332,5 +411,6 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
         "stopped_at": final.n,
         "stopped_early": len(rounds) < len(sizes),
     }
-    return SequentialOutcome(criterion_name, kind, total, sizes, levels, rounds, result,
-                             schedule)
+    return SequentialOutcome(criterion_name, kind, total, sizes,
+                             [float(k.nominal_alpha or 0.0) for k in design.looks], rounds,
+                             result, schedule)

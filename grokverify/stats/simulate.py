@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
+from grokverify.catalog.metrics import Kind
 from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample
 
 Size = int | tuple[int, ...]
@@ -120,11 +121,11 @@ def weibull_median_ratio_for_hr(hazard_ratio: float, shape: float) -> float:
 
 
 def make_arm(name: str, values: np.ndarray, observed: np.ndarray | None = None,
-             extra: dict[str, np.ndarray] | None = None) -> ArmSample:
+             extra: dict[str, np.ndarray] | None = None, kind: Kind = "time") -> ArmSample:
     """An ArmSample with seeds 0..n-1 (observed defaults to all True)."""
     v = np.asarray(values, dtype=float)
     obs = np.ones(v.shape, dtype=bool) if observed is None else np.asarray(observed, dtype=bool)
-    return ArmSample(name, v, obs, tuple(range(v.size)), extra=dict(extra or {}))
+    return ArmSample(name, v, obs, tuple(range(v.size)), extra=dict(extra or {}), kind=kind)
 
 
 def first_seeds(arms: dict[str, ArmSample], n: int) -> dict[str, ArmSample]:
@@ -139,9 +140,9 @@ def take_seeds(arm: ArmSample, index: np.ndarray, renumber: bool = False) -> Arm
     ``renumber`` gives the result seeds 0..len-1 (needed when `index` repeats a seed)."""
     idx = np.asarray(index, dtype=int)
     seeds = tuple(range(idx.size)) if renumber else tuple(arm.seeds[i] for i in idx)
-    return ArmSample(arm.name, arm.times[idx], arm.observed[idx], seeds,
+    return ArmSample(arm.name, arm.values[idx], arm.observed[idx], seeds,
                      excluded=dict(arm.excluded),
-                     extra={k: v[idx] for k, v in arm.extra.items()})
+                     extra={k: v[idx] for k, v in arm.extra.items()}, kind=arm.kind)
 
 
 def two_arm_times(rng: np.random.Generator, n: int | tuple[int, int], base_median: float,
@@ -238,8 +239,9 @@ def correlated_pair(rng: np.random.Generator, size: Size, rho: float,
 
 def correlation_arm(name: str, x: np.ndarray, y: np.ndarray, x_name: str,
                     y_name: str) -> ArmSample:
-    """One arm for ``correlation``: both metrics in ``extra`` (all observed), `x` also as times
-    (shifted to be >= 0, which ArmSample requires of times; correlations are shift-free)."""
+    """One arm for ``correlation``: both metrics in ``extra`` (all observed), `x` also as the
+    arm's own values (shifted to be >= 0, as a time metric's must be; correlations are
+    shift-free)."""
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     ones = np.ones(xs.shape, dtype=bool)

@@ -18,14 +18,22 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
 from grokverify import verdict as verdict_rules
-from grokverify.specbase import Int
-from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult, Verdict
+from grokverify.catalog.criteria import (
+    CRITERION_SPECS,
+    TIME_ONLY,
+    Effect,
+    SurvivalCompareParams,
+    expect_params,
+)
+from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
+from grokverify.stats.common import Frame, arm_row, excluded_words, require_arms
 
-Effect = Literal["ratio", "difference"]
+NAME = "survival_compare"
+CENSORING = "seeds that never reach the threshold are right-censored at their budget"
 
 # statsmodels clips 1 - d/n at this floor before taking logs; mirrored in km_median_batch.
 _SURV_FLOOR = 1e-16
@@ -104,7 +112,7 @@ def logrank(a: ArmSample, b: ArmSample) -> tuple[float, float]:
     """Log-rank chi2 and p via statsmodels survdiff; (nan, nan) when no arm has any event."""
     if a.events + b.events == 0:
         return math.nan, math.nan
-    time = np.concatenate([a.times, b.times])
+    time = np.concatenate([a.values, b.values])
     status = np.concatenate([a.observed, b.observed]).astype(float)
     group = np.repeat([0, 1], [a.n, b.n])
     chisq, p = survdiff(time, status, group)
@@ -172,8 +180,8 @@ def bootstrap_median_effect(
         ci = (float(low), float(high))
     else:
         ci = (math.nan, math.nan)
-    base_med = km_median(base.times, base.observed)[0]
-    treat_med = km_median(treat.times, treat.observed)[0]
+    base_med = km_median(base.values, base.observed)[0]
+    treat_med = km_median(treat.values, treat.observed)[0]
     details = {
         "bootstrap": "percentile, stratified by arm, seeds resampled with replacement",
         "quantile_method": "inverted_cdf (order statistics; infinite bounds kept)",
@@ -207,50 +215,8 @@ def _resampled_medians(arm: ArmSample, n_boot: int,
     """KM medians of `n_boot` resamples of an arm (inf where not reached) and their largest
     times (the lower bound of an unreached median)."""
     idx = rng.integers(0, arm.n, size=(n_boot, arm.n))
-    times = arm.times[idx]
+    times = arm.values[idx]
     return km_median_batch(times, arm.observed[idx]), times.max(axis=1)
-
-
-def check_two_arm_effect(baseline: str, treated: str, effect: Effect, direction: str,
-                         min_effect: float) -> None:
-    """Validation shared by the two-arm effect criteria (survival_compare, scalar_compare)."""
-    if baseline == treated:
-        raise ValueError("baseline and treated must be different arms")
-    if effect == "ratio" and direction == "less" and min_effect >= 1:
-        raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
-
-
-def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float:
-    """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m (metric units) for a
-    difference."""
-    sign = -1.0 if direction == "less" else 1.0
-    return (1.0 if effect == "ratio" else 0.0) + sign * min_effect
-
-
-class SurvivalCompareParams(BaseModel):
-    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: Literal["survival_compare"]
-    baseline: str
-    treated: str
-    effect: Effect = "ratio"
-    direction: Literal["less", "greater"]
-    min_effect: float = Field(ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
-    bootstrap_seed: Int = 0
-
-    @model_validator(mode="after")
-    def _check(self) -> SurvivalCompareParams:
-        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
-                             self.min_effect)
-        return self
-
-    @property
-    def threshold(self) -> float:
-        return effect_threshold(self.effect, self.direction, self.min_effect)
 
 
 def _effect_label(p: SurvivalCompareParams) -> str:
@@ -269,99 +235,52 @@ def _claimed_region(p: SurvivalCompareParams) -> str:
     return f"difference {op} {thr} steps ({p.treated} at least {m} steps {pace})"
 
 
-def summarize_arm(arm: ArmSample, ci_level: float) -> ArmSummary:
-    """KM median and its CI for one arm, with counts of events, censorings and exclusions."""
-    median, low, high = km_median(arm.times, arm.observed, alpha=1.0 - ci_level)
-    return ArmSummary(
-        name=arm.name,
-        n=arm.n,
-        events=arm.events,
-        censored=arm.n - arm.events,
-        excluded=dict(arm.excluded),
-        median=median,
-        median_ci=(low, high),
-    )
+def km_columns(arm: ArmSample, ci_level: float) -> dict[str, Any]:
+    """The row of a time-to-event arm: seeds, events, censored, the KM median and its CI (NaN
+    for an arm without seeds)."""
+    if arm.n:
+        median, low, high = km_median(arm.values, arm.observed, alpha=1.0 - ci_level)
+    else:
+        median, low, high = math.nan, math.nan, math.nan
+    return {"seeds": arm.n, "events": arm.events, "censored": arm.n - arm.events,
+            "KM median": median, f"{ci_level * 100:.4g}% CI": (low, high)}
 
 
 def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Compare KM medians of two arms: bootstrap CI of the effect decides, log-rank p informs."""
-    if not isinstance(params, SurvivalCompareParams):
-        raise TypeError(f"expected SurvivalCompareParams, got {type(params).__name__}")
-    missing = [a for a in survival_compare_arms(params) if a not in arms]
-    if missing:
-        raise KeyError(f"survival_compare: no data for arm(s) {missing}")
-    base, treat = arms[params.baseline], arms[params.treated]
+    p = expect_params(params, SurvivalCompareParams)
+    base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
+    rows = [arm_row(a, km_columns(a, p.ci_level)) for a in (base, treat)]
+    frame = Frame(NAME, _effect_label(p), "log-rank (statsmodels survdiff)", p.threshold,
+                  _claimed_region(p), p.ci_level, {"censoring": CENSORING})
     if base.n == 0 or treat.n == 0:
-        return _no_usable_seeds(params, base, treat)
+        return _no_usable_seeds(frame, base, treat, rows)
     estimate, ci, details = bootstrap_median_effect(
-        base, treat, params.effect, params.n_boot, params.bootstrap_seed, params.ci_level,
-        region=(params.direction, params.threshold),
+        base, treat, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level,
+        region=(p.direction, p.threshold),
     )
-    chisq, p = logrank(base, treat)
-    label = _effect_label(params)
-    verdict, reason = verdict_rules.decide(
-        ci, params.threshold, params.direction, estimate, label, params.ci_level
-    )
+    chisq, pval = logrank(base, treat)
+    verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
+                                           frame.effect_label, p.ci_level)
     details.update(
-        censoring="seeds that never reach the threshold are right-censored at their budget",
         km_median_convention="first event time with S(t) < 0.5 (statsmodels SurvfuncRight)",
         arm_median_ci="statsmodels quantile_ci, cloglog transform",
         logrank_chi2=chisq,
     )
-    return CriterionResult(
-        criterion="survival_compare",
-        effect_label=label,
-        estimate=estimate,
-        ci=ci,
-        ci_level=params.ci_level,
-        p_value=None if math.isnan(p) else p,
-        test="log-rank (statsmodels survdiff)",
-        threshold=params.threshold,
-        claimed_region=_claimed_region(params),
-        verdict=verdict,
-        reason=reason,
-        arms=[summarize_arm(base, params.ci_level), summarize_arm(treat, params.ci_level)],
-        details=details,
-        p_support=details.get("p_support"),
-        p_refute=details.get("p_refute"),
-    )
+    result = frame.result(estimate, ci, pval, verdict, reason, rows, details)
+    result.p_support, result.p_refute = details.get("p_support"), details.get("p_refute")
+    return result
 
 
-def _empty_summary(arm: ArmSample, ci_level: float) -> ArmSummary:
-    if arm.n:
-        return summarize_arm(arm, ci_level)
-    nan = math.nan
-    return ArmSummary(arm.name, 0, 0, 0, dict(arm.excluded), nan, (nan, nan))
-
-
-def _no_usable_seeds(params: SurvivalCompareParams, base: ArmSample,
-                     treat: ArmSample) -> CriterionResult:
+def _no_usable_seeds(frame: Frame, base: ArmSample, treat: ArmSample,
+                     rows: list[ArmSummary]) -> CriterionResult:
     """An arm whose every seed was left out by a declared rule: no comparison, INCONCLUSIVE."""
     empty = [a for a in (base, treat) if a.n == 0]
-    why = "; ".join(f"arm {a.name!r} has no usable seed (left out: "
-                    f"{', '.join(f'{k}: {v}' for k, v in a.excluded.items()) or 'none'})"
+    why = "; ".join(f"arm {a.name!r} has no usable seed (left out: {excluded_words(a)})"
                     for a in empty)
-    return CriterionResult(
-        criterion="survival_compare", effect_label=_effect_label(params), estimate=math.nan,
-        ci=(math.nan, math.nan), ci_level=params.ci_level, p_value=None,
-        test="log-rank (statsmodels survdiff)", threshold=params.threshold,
-        claimed_region=_claimed_region(params), verdict=Verdict.INCONCLUSIVE,
-        reason=f"No comparison is possible: {why}.",
-        arms=[_empty_summary(base, params.ci_level), _empty_summary(treat, params.ci_level)],
-        details={"censoring": "seeds that never reach the threshold are right-censored at "
-                              "their budget"})
+    result = frame.inconclusive(why, rows)
+    result.reason = f"No comparison is possible: {why}."
+    return result
 
 
-def survival_compare_arms(params: BaseModel) -> list[str]:
-    """The arm names a survival_compare claim refers to: [baseline, treated]."""
-    if not isinstance(params, SurvivalCompareParams):
-        raise TypeError(f"expected SurvivalCompareParams, got {type(params).__name__}")
-    return [params.baseline, params.treated]
-
-
-SURVIVAL_COMPARE = Criterion(
-    name="survival_compare",
-    params_model=SurvivalCompareParams,
-    run=run_survival_compare,
-    arms_of=survival_compare_arms,
-)
+SURVIVAL_COMPARE = Criterion.of(CRITERION_SPECS[NAME], run_survival_compare)

@@ -1,0 +1,441 @@
+"""Criteria a claim can name: each one's parameters (a pydantic model with its validators), the
+arms and per-seed metrics it reads, and the metric kinds it accepts.
+
+The statistics live in `grokverify.stats` (one module per criterion), which registers each
+criterion's `run` under the same name; this module imports none of them, so a claim can be
+validated without scipy or statsmodels.
+
+Metric kinds accepted (`CriterionSchema.kinds_of`):
+
+* ``survival_compare``, ``cox_hazard_ratio``: ``time`` only (they model censored times);
+* ``proportion``: ``time`` for ``outcome: observed`` (reached the event); ``time`` or ``value``
+  for ``value_below`` / ``value_above`` (the share of seeds beyond a cut is as meaningful for a
+  probe's value as for a time);
+* ``scalar_compare``, ``equivalence``, ``value``, ``correlation``: ``time`` and ``value``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric, Kind, MetricSpec
+from grokverify.specbase import Int
+
+Effect = Literal["ratio", "difference"]
+Statistic = Literal["mean", "median", "iqm"]
+CensoredPolicy = Literal["as_budget", "refuse"]
+P = TypeVar("P", bound=BaseModel)
+
+DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
+TIME_ONLY: tuple[Kind, ...] = ("time",)
+ANY_KIND: tuple[Kind, ...] = ("time", "value")
+
+
+def expect_params(params: BaseModel, cls: type[P]) -> P:
+    """The params, checked to be of the criterion's own model (a wiring error otherwise)."""
+    if not isinstance(params, cls):
+        raise TypeError(f"expected {cls.__name__}, got {type(params).__name__}")
+    return params
+
+
+def check_two_arm_effect(baseline: str, treated: str, effect: Effect, direction: str,
+                         min_effect: float) -> None:
+    """Validation shared by the two-arm effect criteria (survival_compare, scalar_compare)."""
+    if baseline == treated:
+        raise ValueError("baseline and treated must be different arms")
+    if effect == "ratio" and direction == "less" and min_effect >= 1:
+        raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+
+
+def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float:
+    """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m (metric units) for a
+    difference."""
+    sign = -1.0 if direction == "less" else 1.0
+    return (1.0 if effect == "ratio" else 0.0) + sign * min_effect
+
+
+# ---------------------------------------------------------------- survival_compare
+
+
+class SurvivalCompareParams(BaseModel):
+    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["survival_compare"]
+    baseline: str
+    treated: str
+    effect: Effect = "ratio"
+    direction: Literal["less", "greater"]
+    min_effect: float = Field(ge=0)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> SurvivalCompareParams:
+        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
+                             self.min_effect)
+        return self
+
+    @property
+    def threshold(self) -> float:
+        return effect_threshold(self.effect, self.direction, self.min_effect)
+
+
+# ---------------------------------------------------------------- cox_hazard_ratio
+
+
+class CoxHazardRatioParams(BaseModel):
+    """Claim: treated's time-to-threshold is shorter (``less``) or longer (``greater``) than
+    baseline's, as a hazard ratio HR = hazard(treated) / hazard(baseline) from a Cox model.
+
+    ``min_effect`` m is the relative change of *time* the claim commits to, as in
+    ``survival_compare`` (0.2: "at least 20% faster / slower"), turned into a hazard ratio by the
+    constant-hazard (exponential) correspondence HR = 1 / time ratio:
+
+    * ``less``    (treated faster): claimed region ``HR >= 1 / (1 - m)`` (m = 0.2: HR >= 1.25);
+    * ``greater`` (treated slower): claimed region ``HR <= 1 / (1 + m)`` (m = 0.2: HR <= 0.833).
+
+    The boundary belongs to the claimed region (as in `grokverify.verdict.decide`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["cox_hazard_ratio"]
+    baseline: str
+    treated: str
+    direction: Literal["less", "greater"]
+    min_effect: float = Field(0.2, ge=0)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> CoxHazardRatioParams:
+        if self.baseline == self.treated:
+            raise ValueError("baseline and treated must be different arms")
+        if self.direction == "less" and self.min_effect >= 1:
+            raise ValueError("a time cannot fall by 100% or more: min_effect must be < 1")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        """Boundary of the claimed region on the HR scale: 1/(1-m) (less) or 1/(1+m) (greater)."""
+        if self.direction == "less":
+            return 1.0 / (1.0 - self.min_effect)
+        return 1.0 / (1.0 + self.min_effect)
+
+
+# ---------------------------------------------------------------- scalar_compare
+
+
+class ScalarCompareParams(BaseModel):
+    """Claim: a statistic (mean | median | iqm) of a per-seed scalar is lower (``less``) or
+    higher (``greater``) in treated than in baseline, by at least ``min_effect``.
+
+    ``effect: ratio`` compares ``stat(treated) / stat(baseline)`` with ``1 -/+ min_effect``
+    (default min_effect 0.2, i.e. 20%); ``effect: difference`` compares
+    ``stat(treated) - stat(baseline)`` with ``-/+ min_effect`` in the metric's units (no default:
+    it must be stated). The boundary belongs to the claimed region. CI: BCa bootstrap
+    (scipy.stats.bootstrap, ``n_boot`` resamples, seeded by ``bootstrap_seed``), percentile when
+    BCa is degenerate; for the mean and the IQM run at Hesterberg's expanded level (see
+    `grokverify.stats.common.expanded_level`) so that it keeps its coverage with few seeds.
+    ``censored`` (time metrics): ``as_budget`` (default) enters censored values at the budget
+    under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a
+    value metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE:
+    use ``effect: difference``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["scalar_compare"]
+    baseline: str
+    treated: str
+    statistic: Statistic = "median"
+    effect: Effect = "ratio"
+    direction: Literal["less", "greater"]
+    min_effect: float | None = Field(None, ge=0)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
+    censored: CensoredPolicy = "as_budget"
+
+    @model_validator(mode="after")
+    def _check(self) -> ScalarCompareParams:
+        if self.min_effect is None:
+            if self.effect == "difference":
+                raise ValueError("effect 'difference' needs min_effect in the metric's units")
+            self.min_effect = DEFAULT_MIN_EFFECT
+        check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
+                             self.min_effect)
+        return self
+
+    @property
+    def threshold(self) -> float:
+        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0))
+
+
+# ---------------------------------------------------------------- value
+
+
+class ValueParams(BaseModel):
+    """Claim: an arm's per-seed quantity lies within ``tol`` of a paper's number ``target``.
+
+    Estimate: the mean (CI: bootstrap-t) or the median (CI: exact distribution-free
+    order-statistic interval) over seeds. Claimed region ``[target - tol, target + tol]``, both
+    ends included: SUPPORTED when the CI lies within it, REFUTED when wholly outside, else
+    INCONCLUSIVE. ``censored`` (time metrics): ``refuse`` (default: a lower bound cannot place a
+    value in an interval) or ``as_budget`` under the lower-bound rule.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["value"]
+    arm: str
+    target: float
+    tol: float = Field(ge=0)
+    statistic: Literal["mean", "median"] = "mean"
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    n_boot: Int = Field(2000, ge=100)
+    bootstrap_seed: Int = 0
+    censored: CensoredPolicy = "refuse"
+
+    @model_validator(mode="after")
+    def _finite(self) -> ValueParams:
+        if not (math.isfinite(self.target) and math.isfinite(self.tol)):
+            raise ValueError("target and tol must be finite numbers")
+        return self
+
+
+# ---------------------------------------------------------------- equivalence
+
+
+class EquivalenceParams(BaseModel):
+    """Claim: two arms (or one arm and a reference value) do not differ beyond ``margin``.
+
+    Give either ``baseline`` + ``treated`` (two-arm form) or ``arm`` (+ ``reference``, default 0;
+    one-arm form). ``margin_kind: absolute`` (metric units) or ``relative`` (a fraction < 1, on
+    the ratio scale ``[1 - margin, 1 / (1 - margin)]``, values must be > 0). CI at ``1 - 2
+    alpha``. ``usevar``: Welch (``unequal``, default) or pooled variance, two-arm form only.
+    ``censored`` (time metrics): ``refuse`` (default; censored values make "equal" unjudgeable)
+    or ``as_budget`` under the lower-bound rule (the mean is never determined with censoring,
+    so SUPPORTED is then always withheld).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["equivalence"]
+    baseline: str | None = None
+    treated: str | None = None
+    arm: str | None = None
+    reference: float | None = None
+    margin: float = Field(gt=0)
+    margin_kind: Literal["absolute", "relative"] = "absolute"
+    usevar: Literal["unequal", "pooled"] = "unequal"
+    alpha: float = Field(0.05, gt=0, lt=0.5)
+    censored: CensoredPolicy = "refuse"
+
+    @model_validator(mode="after")
+    def _one_form(self) -> EquivalenceParams:
+        two = self.baseline is not None or self.treated is not None
+        if two and self.arm is not None:
+            raise ValueError("give either baseline + treated (two arms) or arm (+ reference), "
+                             "not both")
+        if two:
+            if self.baseline is None or self.treated is None:
+                raise ValueError("the two-arm form needs both baseline and treated")
+            if self.baseline == self.treated:
+                raise ValueError("baseline and treated must be different arms")
+            if self.reference is not None:
+                raise ValueError("reference applies to the one-arm form (arm:) only")
+        elif self.arm is None:
+            raise ValueError("give baseline + treated (two arms) or arm (+ reference)")
+        elif self.reference is None:
+            self.reference = 0.0
+        if self.margin_kind == "relative":
+            if self.margin >= 1:
+                raise ValueError("a relative margin must be < 1 (ratio in [1-m, 1/(1-m)])")
+            if self.arm is not None and not (self.reference or 0) > 0:
+                raise ValueError("a relative margin needs reference > 0")
+        return self
+
+    @property
+    def ci_level(self) -> float:
+        return 1.0 - 2.0 * self.alpha
+
+    @property
+    def region(self) -> tuple[float, float]:
+        m = self.margin
+        centre = 0.0 if self.arm is None else float(self.reference or 0.0)
+        if self.margin_kind == "absolute":
+            return centre - m, centre + m
+        scale = 1.0 if self.arm is None else centre
+        return scale * (1 - m), scale / (1 - m)
+
+
+# ---------------------------------------------------------------- proportion
+
+
+class ProportionParams(BaseModel):
+    """Claim: the share of ``arm``'s seeds with ``outcome`` is >= (``greater``) or <= (``less``)
+    ``threshold``. ``cut`` is required for (and only for) ``value_below`` / ``value_above``;
+    ``method``: ``beta`` (Clopper-Pearson, default: it never under-covers) or ``wilson``
+    (Wilson score, shorter, but its coverage dips below nominal for some n and shares). The
+    boundary belongs to the claimed region; ``greater`` with threshold 1 or ``less`` with 0
+    could never be supported by a CI and are rejected. ``observed`` needs a time metric."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["proportion"]
+    arm: str
+    outcome: Literal["observed", "value_below", "value_above"] = "observed"
+    cut: float | None = None
+    method: Literal["wilson", "beta"] = "beta"
+    direction: Literal["greater", "less"]
+    threshold: float = Field(ge=0, le=1)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> ProportionParams:
+        if (self.outcome == "observed") != (self.cut is None):
+            raise ValueError("cut is required for value_below/value_above and only for them")
+        if self.cut is not None and not math.isfinite(self.cut):
+            raise ValueError("cut must be a finite number")
+        if (self.direction, self.threshold) in (("greater", 1.0), ("less", 0.0)):
+            edge = "at or above 1" if self.threshold else "at or below 0"
+            raise ValueError(f"a CI can never lie wholly {edge}: choose a threshold strictly "
+                             "inside (0, 1)")
+        return self
+
+
+# ---------------------------------------------------------------- correlation
+
+
+class CorrelationParams(BaseModel):
+    """Claim: in ``arm``, metric ``y`` rises (``positive``: r >= min_effect) or falls
+    (``negative``: r <= -min_effect) with metric ``x`` across seeds. ``min_effect`` is the
+    smallest |r| the claim commits to (required; 0 = any correlation of that sign). The boundary
+    belongs to the claimed region. ``x``/``y`` are per-seed metrics: a name for a metric without
+    parameters (``val_threshold_step``), else a metric mapping
+    (``{name: curve_mean, curve: val_loss, start: 0, end: 1000}``); `metrics_needed` tells the
+    pipeline which to compute."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["correlation"]
+    arm: str
+    x: AnyMetric
+    y: AnyMetric
+    method: Literal["spearman", "pearson"] = "spearman"
+    direction: Literal["positive", "negative"]
+    min_effect: float = Field(ge=0, lt=1)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    censored: CensoredPolicy = "as_budget"
+
+    @field_validator("x", "y", mode="before")
+    @classmethod
+    def _name_alone(cls, v: Any) -> Any:
+        """A bare name stands for the metric with its defaults (one without parameters)."""
+        if not isinstance(v, str):
+            return v
+        spec = METRIC_SPECS.get(v)
+        required = [k for k, f in spec.model_fields.items()
+                    if f.is_required() and k != "name"] if spec else []
+        if required:
+            raise ValueError(f"metric {v!r} has parameters ({', '.join(required)}): give it as "
+                             f"a mapping {{name: {v}, {', '.join(f'{k}: ...' for k in required)}}}")
+        return {"name": v}
+
+    @model_validator(mode="after")
+    def _distinct(self) -> CorrelationParams:
+        if self.x == self.y:
+            raise ValueError("x and y must be different metrics")
+        return self
+
+    def metrics_needed(self) -> list[MetricSpec]:
+        """The per-seed metrics the pipeline must compute for this claim: [x, y]."""
+        return [self.x, self.y]
+
+    @property
+    def threshold(self) -> float:
+        return self.min_effect if self.direction == "positive" else -self.min_effect
+
+
+# ---------------------------------------------------------------- the registry
+
+
+@dataclass(frozen=True)
+class CriterionSchema:
+    """What a claim file and the pipeline need to know of a criterion, without its statistics.
+
+    ``arms_of``: the arms it compares. ``accepts``: the metric kinds it can take;
+    ``kinds_of(params)`` those it takes with these params (default: ``accepts``), and
+    ``kinds_note`` says when they differ. ``metrics_of`` (optional): further per-seed metrics it
+    reads (correlation's x and y), which the pipeline puts into ``ArmSample.extra`` under each
+    metric's `label`."""
+
+    name: str
+    params_model: type[BaseModel]
+    arms_of: Callable[[Any], list[str]]
+    accepts: tuple[Kind, ...]
+    metrics_of: Callable[[Any], list[MetricSpec]] | None = None
+    kinds_by_params: Callable[[Any], tuple[Kind, ...]] | None = None
+    kinds_note: str = ""
+
+    def kinds_of(self, params: BaseModel) -> tuple[Kind, ...]:
+        return self.accepts if self.kinds_by_params is None else self.kinds_by_params(params)
+
+
+def _two_arms(cls: type[Any]) -> Callable[[Any], list[str]]:
+    def arms_of(params: BaseModel) -> list[str]:
+        """[baseline, treated]."""
+        p = expect_params(params, cls)
+        return [p.baseline, p.treated]
+    return arms_of
+
+
+def _one_arm(cls: type[Any]) -> Callable[[Any], list[str]]:
+    def arms_of(params: BaseModel) -> list[str]:
+        """[arm]."""
+        return [expect_params(params, cls).arm]
+    return arms_of
+
+
+def equivalence_arms(params: BaseModel) -> list[str]:
+    """[baseline, treated] (two-arm form) or [arm] (one-arm form)."""
+    p = expect_params(params, EquivalenceParams)
+    if p.arm is not None:
+        return [p.arm]
+    return [str(p.baseline), str(p.treated)]
+
+
+def proportion_kinds(params: BaseModel) -> tuple[Kind, ...]:
+    """``observed`` counts events (time metrics); a cut applies to a value of either kind."""
+    p = expect_params(params, ProportionParams)
+    return TIME_ONLY if p.outcome == "observed" else ANY_KIND
+
+
+def correlation_metrics(params: BaseModel) -> list[MetricSpec]:
+    """[x, y]: the per-seed metrics the pipeline must compute."""
+    return expect_params(params, CorrelationParams).metrics_needed()
+
+
+CRITERION_SPECS: dict[str, CriterionSchema] = {s.name: s for s in (
+    CriterionSchema("survival_compare", SurvivalCompareParams, _two_arms(SurvivalCompareParams),
+                    TIME_ONLY),
+    CriterionSchema("cox_hazard_ratio", CoxHazardRatioParams, _two_arms(CoxHazardRatioParams),
+                    TIME_ONLY),
+    CriterionSchema("scalar_compare", ScalarCompareParams, _two_arms(ScalarCompareParams),
+                    ANY_KIND),
+    CriterionSchema("equivalence", EquivalenceParams, equivalence_arms, ANY_KIND),
+    CriterionSchema("proportion", ProportionParams, _one_arm(ProportionParams), ANY_KIND,
+                    kinds_by_params=proportion_kinds,
+                    kinds_note="value metrics with outcome value_below or value_above only"),
+    CriterionSchema("correlation", CorrelationParams, _one_arm(CorrelationParams), ANY_KIND,
+                    correlation_metrics),
+    CriterionSchema("value", ValueParams, _one_arm(ValueParams), ANY_KIND),
+)}

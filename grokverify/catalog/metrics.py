@@ -1,0 +1,216 @@
+"""Metrics a claim can name: the per-seed quantity its criterion judges, as spec classes.
+
+A metric spec names the metric and its parameters; `grokverify.metrics` registers the function
+that computes it from a seed's record under the same name. Two kinds, fixed per class:
+
+* ``time``: a time to an event (>= 0), right-censored at the budget when the event never happens;
+  ``on_diverged`` says whether a diverged seed is censored at the budget or left out.
+* ``value``: a signed per-seed number read off the record's curves, never censored; a diverged
+  seed is left out (its curves stop early, so a window or a final value would mean something
+  else for it), and so is a seed for which the value is undefined. Both are counted.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from grokverify.specbase import Int, StrictModel
+
+Kind = Literal["time", "value"]
+KIND_WORDS: dict[str, str] = {
+    "time": "a time to an event, censored at the budget",
+    "value": "a signed per-seed value read off a curve, never censored",
+}
+
+
+class MetricSpec(StrictModel):
+    """Base of every metric spec. `describe` words it for reports (with its parameters);
+    `undefined` says why a seed may have no value (counted under that reason)."""
+
+    kind: ClassVar[Kind]
+    undefined: ClassVar[str] = "undefined"
+    name: str
+    on_diverged: str  # each kind narrows it to the rules that apply
+
+    def curve_fields(self) -> dict[str, str]:
+        """Field name -> the record curve it names (checked against the experiment at load)."""
+        return {}
+
+    def curves(self) -> list[str]:
+        """The record curves this metric reads."""
+        return list(self.curve_fields().values())
+
+    def params(self) -> dict[str, object]:
+        """The parameters beyond name and on_diverged: the curves first, then the rest in
+        declaration order."""
+        rest = {k: v for k, v in self.model_dump().items() if k not in ("name", "on_diverged")}
+        return {**self.curve_fields(), **rest}
+
+    def label(self) -> str:
+        """A short unique name: the bare name for a metric without parameters."""
+        params = self.params()
+        if not params:
+            return self.name
+        return f"{self.name}(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+
+    def describe(self) -> str:
+        return " ".join((type(self).__doc__ or "").split())
+
+
+# ---------------------------------------------------------------- time metrics
+
+
+class TimeMetric(MetricSpec):
+    kind: ClassVar[Kind] = "time"
+    on_diverged: Literal["budget", "exclude"] = Field(
+        "budget", description="a diverged seed that had not reached the event: censored at the "
+                              "budget (never reached), or left out; counted in the report "
+                              "either way")
+
+
+class ValThresholdStep(TimeMetric):
+    """Steps until validation accuracy first reaches τ_val; censored at the budget."""
+
+    name: Literal["val_threshold_step"]
+
+
+class TrainThresholdStep(TimeMetric):
+    """Steps until training accuracy first reaches τ_train; censored at the budget."""
+
+    name: Literal["train_threshold_step"]
+
+
+class GrokkingLag(TimeMetric):
+    """Steps from fitting (τ_train) to generalising (τ_val); censored at budget − fit step when
+    validation never gets there; undefined when the training set is never fitted."""
+
+    undefined: ClassVar[str] = "undefined (training set never fitted)"
+    name: Literal["grokking_lag"]
+
+
+class DelayRatio(TimeMetric):
+    """Step of τ_val over step of τ_train: how many times longer generalising takes than
+    fitting (≈1 when they rise together); censored at budget / fit step when validation never
+    gets there; undefined when the training set is never fitted."""
+
+    undefined: ClassVar[str] = "undefined (training set never fitted)"
+    name: Literal["delay_ratio"]
+
+
+# ---------------------------------------------------------------- value metrics
+
+
+class ValueMetric(MetricSpec):
+    kind: ClassVar[Kind] = "value"
+    on_diverged: Literal["exclude"] = Field(
+        "exclude", description="a diverged seed is left out and counted (a value metric is "
+                               "never censored)")
+
+
+class _Window(ValueMetric):
+    start: Int = Field(ge=0, description="first step of the window (included)")
+    end: Int = Field(ge=0, description="last step of the window (included)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Window:
+        if self.end < self.start:
+            raise ValueError(f"end ({self.end}) must be >= start ({self.start})")
+        return self
+
+
+class CurveAt(ValueMetric):
+    """A curve's value at the last step it was recorded at or before `step`; undefined when it
+    has no recorded step there or its value there is null."""
+
+    undefined: ClassVar[str] = "undefined (no value recorded at or before the step)"
+    name: Literal["curve_at"]
+    curve: str = Field(description="a curve the experiment records, e.g. val_acc")
+    step: Int = Field(ge=0, description="training step")
+
+    def curve_fields(self) -> dict[str, str]:
+        return {"curve": self.curve}
+
+    def describe(self) -> str:
+        return (f"{self.curve} at step {self.step} (its last recorded value at or before it); "
+                "seeds without one are left out.")
+
+
+class CurveMean(_Window):
+    """Mean of a curve's non-null values at its recorded steps in [start, end]; undefined when
+    it has none there."""
+
+    undefined: ClassVar[str] = "undefined (no value recorded in the window)"
+    name: Literal["curve_mean"]
+    curve: str = Field(description="a curve the experiment records")
+
+    def curve_fields(self) -> dict[str, str]:
+        return {"curve": self.curve}
+
+    def describe(self) -> str:
+        return (f"mean of {self.curve} over its recorded steps in [{self.start}, {self.end}]; "
+                "seeds without a value there are left out.")
+
+
+class CurveRatio(_Window):
+    """Mean of `numerator` over [start, end] divided by the mean of `denominator` over the same
+    window (each over its own recorded steps); undefined when either mean is undefined or the
+    denominator's is 0."""
+
+    undefined: ClassVar[str] = "undefined (no value in the window, or a zero denominator)"
+    name: Literal["curve_ratio"]
+    numerator: str = Field(description="a curve the experiment records")
+    denominator: str = Field(description="a curve the experiment records")
+
+    @model_validator(mode="after")
+    def _two_curves(self) -> CurveRatio:
+        if self.numerator == self.denominator:
+            raise ValueError("numerator and denominator must be different curves (the ratio "
+                             "of a curve to itself is 1)")
+        return self
+
+    def curve_fields(self) -> dict[str, str]:
+        return {"numerator": self.numerator, "denominator": self.denominator}
+
+    def describe(self) -> str:
+        return (f"mean of {self.numerator} over its recorded steps in [{self.start}, "
+                f"{self.end}] divided by the mean of {self.denominator} there; seeds where "
+                "either is missing or the denominator's mean is 0 are left out.")
+
+
+class FinalValue(ValueMetric):
+    """A curve's last non-null value; undefined when it has none."""
+
+    undefined: ClassVar[str] = "undefined (the curve has no value)"
+    name: Literal["final_value"]
+    curve: str = Field(description="a curve the experiment records")
+
+    def curve_fields(self) -> dict[str, str]:
+        return {"curve": self.curve}
+
+    def describe(self) -> str:
+        return (f"last recorded value of {self.curve} (a seed stopped early keeps its last "
+                "value); seeds without one are left out.")
+
+
+METRIC_SPECS: dict[str, type[MetricSpec]] = {
+    "val_threshold_step": ValThresholdStep,
+    "train_threshold_step": TrainThresholdStep,
+    "grokking_lag": GrokkingLag,
+    "delay_ratio": DelayRatio,
+    "curve_at": CurveAt,
+    "curve_mean": CurveMean,
+    "curve_ratio": CurveRatio,
+    "final_value": FinalValue,
+}
+
+AnyMetric = Annotated[
+    typing.Union[tuple(METRIC_SPECS.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
+
+
+def names_of_kind(kind: str) -> list[str]:
+    return [name for name, cls in METRIC_SPECS.items() if cls.kind == kind]

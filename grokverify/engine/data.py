@@ -1,0 +1,61 @@
+"""A batch of seeds' data on the device: each seed's training and validation pairs (its own
+split), and the stream of minibatch positions (its own order)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from grokverify.engine.models import DataShape
+from grokverify.engine.streams import torch_generator
+from grokverify.spec import TaskSpec
+from grokverify.tasks import build_dataset
+
+Pairs = tuple[Tensor, Tensor, Tensor]  # a, b, y, each (S, n)
+
+
+class SeedData:
+    """Operands and labels of every seed's training and validation rows, (S, n) each."""
+
+    def __init__(self, task: TaskSpec, seeds: list[int], device: torch.device):
+        datasets = [build_dataset(task, s) for s in seeds]
+        ref = datasets[0]
+        self.shape = DataShape(p=task.p, vocab=ref.vocab, n_classes=ref.n_classes)
+        a, b, y = (torch.as_tensor(v, device=device) for v in (ref.a, ref.b, ref.y))
+        train = torch.as_tensor(np.stack([d.train_idx for d in datasets]), device=device)
+        val = torch.as_tensor(np.stack([d.val_idx for d in datasets]), device=device)
+        self.train: Pairs = (a[train], b[train], y[train])
+        self.val: Pairs = (a[val], b[val], y[val])
+
+    @property
+    def n_train(self) -> int:
+        return int(self.train[0].shape[1])
+
+
+class Batches:
+    """Per-seed minibatch positions: a stream of concatenated random permutations of each seed's
+    training rows, cut into consecutive batches (batches may straddle epochs)."""
+
+    def __init__(self, seeds: list[int], n_train: int, batch: int, context: str,
+                 device: torch.device):
+        self.gens = [torch_generator(s, "order", context) for s in seeds]
+        self.n_train, self.batch, self.device = n_train, batch, device
+        self.buffer = torch.empty((len(seeds), 0), dtype=torch.long)
+        self.epochs_per_refill = max(1, math.ceil(64 * batch / n_train))
+
+    def take(self, n_steps: int) -> Tensor:
+        """Positions for the next n_steps steps: (n_steps, S, batch) on the device."""
+        need = n_steps * self.batch
+        while self.buffer.shape[1] < need:
+            fresh = torch.stack([
+                torch.cat([torch.randperm(self.n_train, generator=g)
+                           for _ in range(self.epochs_per_refill)]) for g in self.gens])
+            self.buffer = torch.cat([self.buffer, fresh], dim=1)
+        out, self.buffer = self.buffer[:, :need], self.buffer[:, need:]
+        out = out.view(len(self.gens), n_steps, self.batch).transpose(0, 1).contiguous()
+        if self.device.type == "cuda":
+            return out.pin_memory().to(self.device, non_blocking=True)
+        return out.to(self.device)

@@ -1,0 +1,177 @@
+"""Fast paths: hand-batched computation for the hot model kinds.
+
+A fast path computes the same function as the plain definition (`grokverify.engine.models`)
+from the same stacked parameters, with its sums in another order (tests/test_engine_equivalence.py
+checks each against the derived form in float64 and against plain per-seed training). It gives a
+`forward` (used for evaluation, and for training through autograd) and may give a whole training
+`step` (loss and gradients without an autograd graph: on a small model autograd's per-node cost
+and Python, which also hold the GIL the other shards' threads wait for, are a large share of a
+step). Either may decline (return None) and leave the next way to run: step, then forward
+through autograd, then the derived form. Each stays only while `benchmarks/throughput.py` shows
+it gains at least 15% over the derived form in the same run (benchmarks/README.md). Which path
+runs depends on the model and the batch's shape only, never on the number of seeds, so a seed's
+record is the same in any chunk.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from grokverify.catalog.models import ModelSpec
+from grokverify.engine.batched import BatchedModel, FastPath
+from grokverify.engine.layers import grad_like, linear
+
+
+def _seed_rows(s: int, rows_per_seed: int, device: torch.device) -> Tensor:
+    """(S, 1, 1): the first row of each seed's block in a table stacked over seeds."""
+    return (torch.arange(s, device=device) * rows_per_seed).view(s, 1, 1)
+
+
+class _OperandTableReLU(torch.autograd.Function):
+    """Paper 1's first layer and its ReLU, relu(x @ W1ᵀ + b1) with x = [E[a], E[op], E[b], E[=]],
+    as table lookups (for batches of at least p rows).
+
+    An operand takes only p values, so E[a] @ W_aᵀ is a row of the (p, H) table
+    Ta = E[:p] @ W_aᵀ (W_a: W1's columns for the first token), likewise Tb for b; the op and "="
+    tokens are the same in every example, so their part is one vector per seed, folded into the
+    bias with b1. relu(x @ W1ᵀ + b1) = relu(Ta'[a] + Tb[b]), Ta' = Ta + bias. Building the tables
+    costs 2·p·d·H multiply-adds per seed instead of the batch's B·4d·H, and the lookup-and-sum
+    is one memory pass (`embedding_bag`). Backward: the output gradient's rows are summed into
+    the tables' rows (index_add), then the weight and embedding gradients are (p, H) matmuls;
+    the bias gradient is the sum of Ta's gradient rows (each example adds to exactly one).
+    `rows` (S·B, 2) holds each example's rows in the stacked (S·2p, H) tables.
+    """
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, emb: Tensor, w1: Tensor, b1: Tensor,
+                rows: Tensor, p: int) -> Tensor:
+        s, _, d = emb.shape
+        w_a, w_op, w_b, w_eq = (w1[:, :, i * d:(i + 1) * d].transpose(1, 2) for i in range(4))
+        e_ops = emb[:, :p]
+        bias = torch.baddbmm(b1.unsqueeze(1), emb[:, p:p + 1], w_op)
+        bias = torch.baddbmm(bias, emb[:, p + 1:p + 2], w_eq)  # (S, 1, H)
+        table = torch.cat([torch.baddbmm(bias, e_ops, w_a), torch.bmm(e_ops, w_b)], dim=1)
+        h = F.embedding_bag(rows, table.view(s * 2 * p, -1), mode="sum").relu_()
+        ctx.save_for_backward(emb, w1, rows, h)
+        ctx.p = p  # type: ignore[attr-defined]
+        return h.view(s, -1, h.shape[-1])
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,  # type: ignore[override]
+                 grad: Tensor) -> tuple[Tensor | None, ...]:
+        emb, w1, rows, h = ctx.saved_tensors  # type: ignore[attr-defined]
+        p: int = ctx.p  # type: ignore[attr-defined]
+        s, _, d = emb.shape
+        hidden = h.shape[-1]
+        grad = torch.where(h > 0, grad.reshape(h.shape), 0.0)
+        g_table = grad.new_zeros(s * 2 * p, hidden)
+        g_table.index_add_(0, rows[:, 0], grad)
+        g_table.index_add_(0, rows[:, 1], grad)
+        g_table = g_table.view(s, 2 * p, hidden)
+        g_a, g_b = g_table[:, :p], g_table[:, p:]
+        grad_sum = g_a.sum(dim=1, keepdim=True)  # (S, 1, H): also the bias gradient
+        e_ops, e_op, e_eq = emb[:, :p], emb[:, p:p + 1], emb[:, p + 1:p + 2]
+        g_sum_t = grad_sum.transpose(1, 2)  # (S, H, 1)
+        g_w1 = torch.cat([torch.bmm(g_a.transpose(1, 2), e_ops), g_sum_t * e_op,
+                          torch.bmm(g_b.transpose(1, 2), e_ops), g_sum_t * e_eq], dim=2)
+        g_emb = None
+        if ctx.needs_input_grad[0]:  # type: ignore[attr-defined]
+            w_a, w_op, w_b, w_eq = (w1[:, :, i * d:(i + 1) * d] for i in range(4))
+            g_ops = torch.bmm(g_a, w_a).baddbmm_(g_b, w_b)  # (S, p, d)
+            g_emb = torch.cat([g_ops, torch.bmm(grad_sum, w_op), torch.bmm(grad_sum, w_eq)],
+                              dim=1)
+        return g_emb, g_w1, grad_sum.squeeze(1), None, None
+
+
+def embed_mlp_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor | None:
+    """Paper 1's MLP with its first layer as table lookups, for batches of at least p rows
+    (fewer multiply-adds); smaller batches take the derived form."""
+    s, n = a.shape
+    p = model.shape.p
+    if n < p:
+        return None
+    w = model.params()
+    rows = torch.stack([a, b + p], dim=-1) + _seed_rows(s, 2 * p, a.device)
+    h = _OperandTableReLU.apply(w["embed.weight"], w["fc1.weight"], w["fc1.bias"],
+                                rows.view(s * n, 2), p)
+    return linear(model, "fc2", h)
+
+
+def toy_sum_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor:
+    """Paper 2's toy, hand-batched: one embedding lookup over the stacked tables, then the
+    decoder as batched linear layers (`grokverify.engine.layers.linear`)."""
+    s = a.shape[0]
+    p = model.shape.p
+    table = model.param("embed.weight").reshape(s * p, -1)
+    z = F.embedding(torch.stack([a, b], dim=-1) + _seed_rows(s, p, a.device), table).sum(dim=2)
+    h1 = torch.tanh(linear(model, "fc1", z))
+    h2 = torch.tanh(linear(model, "fc2", h1))
+    return linear(model, "fc3", h2)
+
+
+def _set_grad(model: BatchedModel, name: str, like: Tensor) -> Tensor | None:
+    """A fresh gradient for parameter `name`, set as its leaf's .grad: its (S, ...) view to
+    write into (None for a frozen leaf: no gradient, as autograd would give)."""
+    leaf = model.leaf(name)
+    if not leaf.requires_grad:
+        return None
+    leaf.grad, view = grad_like(like, leaf.shape, model.shapes[name])
+    return view
+
+
+@torch.no_grad()
+def toy_sum_step(model: BatchedModel, a: Tensor, b: Tensor, y: Tensor,
+                 weight: Tensor) -> Tensor:
+    """Paper 2's toy's training step by hand: the forward of `toy_sum_forward`, the loss and its
+    gradient from the head, then each layer's weight, bias and input gradients written straight
+    into the leaves' .grad (tanh's backward in place)."""
+    s, n = y.shape
+    p = model.shape.p
+    w = model.params()
+    rows = torch.stack([a, b], dim=-1) + _seed_rows(s, p, a.device)
+    table = w["embed.weight"].reshape(s * p, -1)
+    z = F.embedding(rows, table).sum(dim=2)
+    e = z.shape[-1]
+
+    def affine(x: Tensor, layer: str) -> Tensor:
+        wt, bias = w[f"{layer}.weight"].transpose(1, 2), w[f"{layer}.bias"].unsqueeze(1)
+        return (x * wt).add_(bias) if x.shape[-1] == 1 else torch.baddbmm(bias, x, wt)
+
+    h1 = affine(z, "fc1").tanh_()
+    h2 = affine(h1, "fc2").tanh_()
+    out = affine(h2, "fc3")
+    loss, g = model.head.mean_loss_and_grad(out, y, model.buffer("targets"))
+    g.mul_(weight.view(s, 1, 1))
+    for h, layer in ((h2, "fc3"), (h1, "fc2")):  # weight, bias and input gradients
+        if (g_w := _set_grad(model, f"{layer}.weight", g)) is not None:
+            torch.bmm(g.transpose(1, 2), h, out=g_w)
+        if (g_b := _set_grad(model, f"{layer}.bias", g)) is not None:
+            torch.sum(g, dim=1, out=g_b)
+        g = torch.bmm(g, w[f"{layer}.weight"])
+        g = torch.ops.aten.tanh_backward.grad_input(g, h, grad_input=g)
+    if (g_w := _set_grad(model, "fc1.weight", g)) is not None:
+        if e == 1:  # the outer product's gradient, elementwise (see `layers._Linear`)
+            torch.sum(g * z, dim=1, out=g_w.view(s, -1))
+        else:
+            torch.bmm(g.transpose(1, 2), z, out=g_w)
+    if (g_b := _set_grad(model, "fc1.bias", g)) is not None:
+        torch.sum(g, dim=1, out=g_b)
+    if (g_e := _set_grad(model, "embed.weight", g)) is not None:
+        g_z = (g * w["fc1.weight"].transpose(1, 2)).sum(dim=-1, keepdim=True) if e == 1 \
+            else torch.bmm(g, w["fc1.weight"])
+        flat = g_e.view(s * p, e).zero_()  # E[a] + E[b]: both rows get g_z
+        flat.index_add_(0, rows.reshape(-1), g_z.unsqueeze(2).expand(s, n, 2, e).reshape(-1, e))
+    return loss
+
+
+FAST_PATHS: dict[str, FastPath] = {
+    "embed_mlp": FastPath(forward=embed_mlp_forward),
+    "toy_sum": FastPath(forward=toy_sum_forward, step=toy_sum_step),
+}
+
+
+def fast_path_for(spec: ModelSpec, fast: bool = True) -> FastPath:
+    """The model kind's fast path, or none (the derived form only) when `fast` is off."""
+    return FAST_PATHS.get(spec.kind, FastPath()) if fast else FastPath()  # type: ignore[attr-defined]

@@ -1,0 +1,193 @@
+"""The models, each defined once as a plain `nn.Module` over one seed: (a, b) operand indices of
+shape (B,) in, outputs (B, out) out. `grokverify.engine.batched` derives the seed-batched form.
+
+Each class says, for the rest of the engine:
+- `roles`: which parameter is paper 1's E (the token embedding) and W (the first weight matrix),
+  for probes and interventions that name a role, not a parameter;
+- `embedding`: the parameters of the optimizer's embedding group (learning rate × c);
+- `head`: how outputs become a loss and a prediction (`grokverify.engine.heads`);
+- `init_`: the initial weights, drawn from the seed's own generator in a fixed order (the same
+  draws, in the same order, as the engine has always made, so initial weights are stable).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from grokverify.catalog.models import EmbedMLPSpec, ModelSpec, ScalarMLPSpec, ToySumSpec
+from grokverify.engine.heads import CLASSIFICATION, REGRESSION, Head
+from grokverify.engine.streams import torch_generator
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What a model needs to know about its task. (Its repr is part of the initialisation
+    stream's context: keep the name and fields, or every seed's initial weights change.)"""
+
+    p: int  # operand values 0..p-1
+    vocab: int  # p operands + op token (p) + "=" token (p + 1)
+    n_classes: int
+
+
+def _uniform(gen: torch.Generator, shape: tuple[int, ...], bound: float) -> Tensor:
+    return (torch.rand(shape, generator=gen) * 2 - 1) * bound
+
+
+@torch.no_grad()
+def _init_linear_(layer: nn.Linear, gen: torch.Generator) -> None:
+    """nn.Linear's default distribution, U(±1/√fan_in) for weight and bias, drawn as (in, out)
+    and then (1, out): the order the engine's streams have always used."""
+    fan_out, fan_in = layer.weight.shape
+    bound = 1.0 / math.sqrt(fan_in)
+    layer.weight.copy_(_uniform(gen, (fan_in, fan_out), bound).T)
+    layer.bias.copy_(_uniform(gen, (1, fan_out), bound).view(-1))
+
+
+class Model(nn.Module):
+    """Base of the model definitions (see the module docstring)."""
+
+    spec_class: ClassVar[type[ModelSpec]]
+    roles: ClassVar[dict[str, str]] = {}
+    embedding: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, spec: ModelSpec, shape: DataShape):
+        super().__init__()
+        self.spec, self.shape = spec, shape
+
+    @property
+    def head(self) -> Head:
+        return CLASSIFICATION
+
+    def init_(self, gen: torch.Generator) -> None:
+        raise NotImplementedError
+
+    def init_buffers_(self, gen: torch.Generator) -> None:
+        """Per-seed random buffers (regression targets), from the seed's "targets" stream."""
+
+    @classmethod
+    def for_seed(cls, spec: ModelSpec, shape: DataShape, seed: int) -> Model:
+        """The model of one seed: built without drawing from torch's global generator (on the
+        meta device), then initialised from the seed's own streams."""
+        with torch.device("meta"):
+            model = cls(spec, shape)
+        model = model.to_empty(device="cpu")
+        context = f"{spec.canonical()}|{shape}"
+        model.init_(torch_generator(seed, "init", context))
+        model.init_buffers_(torch_generator(seed, "targets", context))
+        return model
+
+
+def _tokens(a: Tensor, b: Tensor, p: int) -> Tensor:
+    """[a, op, b, =] with the op token p and "=" token p + 1, (..., 4)."""
+    return torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
+
+
+class EmbedMLP(Model):
+    """Paper 1: the embeddings of [a, op, b, =], concatenated → Linear → ReLU → Linear."""
+
+    spec_class = EmbedMLPSpec
+    roles = {"E": "embed.weight", "W": "fc1.weight"}
+    embedding = ("embed.weight",)
+
+    def __init__(self, spec: EmbedMLPSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        self.embed = nn.Embedding(shape.vocab, spec.d)
+        self.fc1 = nn.Linear(4 * spec.d, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        x = self.embed(_tokens(a, b, self.shape.p)).flatten(-2)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+    @torch.no_grad()
+    def init_(self, gen: torch.Generator) -> None:
+        spec: EmbedMLPSpec = self.spec  # type: ignore[assignment]
+        self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
+                                * spec.emb_init_std)
+        _init_linear_(self.fc1, gen)
+        _init_linear_(self.fc2, gen)
+
+
+class ScalarMLP(Model):
+    """Paper 1's baseline: the raw numbers [a, p, b, p+1] → Linear → ReLU → Linear."""
+
+    spec_class = ScalarMLPSpec
+    roles = {"W": "fc1.weight"}
+
+    def __init__(self, spec: ScalarMLPSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        self.fc1 = nn.Linear(4, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        x = _tokens(a, b, self.shape.p).to(self.fc1.weight.dtype)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+    def init_(self, gen: torch.Generator) -> None:
+        _init_linear_(self.fc1, gen)
+        _init_linear_(self.fc2, gen)
+
+
+class ToySum(Model):
+    """Paper 2's toy: Dec(E_a + E_b), a tanh decoder emb_dim → hidden → hidden → out; out is the
+    class logits, or (regression) a point compared with each class's fixed random target."""
+
+    spec_class = ToySumSpec
+    roles = {"E": "embed.weight", "W": "fc1.weight"}
+    embedding = ("embed.weight",)
+    targets: Tensor
+
+    def __init__(self, spec: ToySumSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        regression = spec.output == "regression"
+        self.embed = nn.Embedding(shape.p, spec.emb_dim)
+        self.fc1 = nn.Linear(spec.emb_dim, spec.hidden)
+        self.fc2 = nn.Linear(spec.hidden, spec.hidden)
+        self.fc3 = nn.Linear(spec.hidden, spec.target_dim if regression else shape.n_classes)
+        if regression:
+            self.register_buffer("targets", torch.zeros(shape.n_classes, spec.target_dim))
+
+    @property
+    def head(self) -> Head:
+        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION  # type: ignore[attr-defined]
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        x = self.embed(a) + self.embed(b)
+        return self.fc3(torch.tanh(self.fc2(torch.tanh(self.fc1(x)))))
+
+    @torch.no_grad()
+    def init_(self, gen: torch.Generator) -> None:
+        spec: ToySumSpec = self.spec  # type: ignore[assignment]
+        self.embed.weight.copy_(_uniform(gen, self.embed.weight.shape, spec.init_scale / 2))
+        for layer in (self.fc1, self.fc2, self.fc3):
+            _init_linear_(layer, gen)
+
+    @torch.no_grad()
+    def init_buffers_(self, gen: torch.Generator) -> None:
+        if self.spec.output == "regression":  # type: ignore[attr-defined]
+            self.targets.copy_(torch.randn(self.targets.shape, generator=gen))
+
+
+MODELS: dict[str, type[Model]] = {
+    "embed_mlp": EmbedMLP,
+    "scalar_mlp": ScalarMLP,
+    "toy_sum": ToySum,
+}
+
+
+def example_losses_of(model: Model, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """Each example's loss and correctness for one plain model (the reference's evaluation)."""
+    targets = getattr(model, "targets", None)
+    return model.head.example_losses(out, y, targets)
+
+
+def mean_loss_of(model: Model, out: Tensor, y: Tensor) -> Tensor:
+    targets = getattr(model, "targets", None)
+    return model.head.mean_loss(out, y, targets)
+
+

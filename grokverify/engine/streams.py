@@ -1,0 +1,14 @@
+"""Named torch random streams (see grokverify/rng.py): a seed's initialisation and minibatch
+order come from (seed, stream, context) alone, never from what else shares its batch."""
+
+from __future__ import annotations
+
+import torch
+
+from grokverify.rng import stream_seed
+
+
+def torch_generator(seed: int, stream: str, context: str = "") -> torch.Generator:
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(stream_seed(seed, stream, context))
+    return gen

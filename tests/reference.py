@@ -1,0 +1,108 @@
+"""Plain per-seed training, the way peer code trains: the reference the engine is checked
+against (tests/test_engine_equivalence.py) and timed against (benchmarks/throughput.py).
+
+One plain model (the engine's own definition, `grokverify.engine.models`, not seed-batched) and
+torch's default optimizer implementation per seed, one step at a time; the same split, initial
+weights and minibatch order as the engine, so the two must agree to float tolerance. Its
+evaluation, threshold steps and divergence check are written here, independently of the engine's
+record-keeping.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from grokverify.engine.data import Batches
+from grokverify.engine.models import MODELS, DataShape, Model, example_losses_of, mean_loss_of
+from grokverify.engine.optimizers import OPTIMIZERS, param_groups
+from grokverify.spec import ExperimentSpec
+from grokverify.tasks import build_dataset
+
+
+@dataclass
+class PlainRecord:
+    seed: int
+    steps: list[int] = field(default_factory=list)
+    train_acc: list[float] = field(default_factory=list)
+    val_acc: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    train_step: int | None = None
+    val_step: int | None = None
+
+
+class PlainTrainer:
+    """One seed, one plain model, torch's default optimizer."""
+
+    def __init__(self, exp: ExperimentSpec, seed: int, device: str | torch.device = "cpu",
+                 dtype: torch.dtype = torch.float32, frozen_embedding: bool = False):
+        self.exp, self.seed, self.device = exp, seed, torch.device(device)
+        data = build_dataset(exp.task, seed)
+        shape = DataShape(p=exp.task.p, vocab=data.vocab, n_classes=data.n_classes)
+        model = MODELS[exp.model.kind].for_seed(exp.model, shape, seed)
+        self.model: Model = model.to(device=self.device, dtype=dtype)
+        emb = [self.model.get_parameter(n) for n in self.model.embedding]
+        for param in emb if frozen_embedding else []:
+            param.requires_grad_(False)  # the peer's way to freeze a layer
+        rest = [p for n, p in self.model.named_parameters() if n not in self.model.embedding]
+        groups = {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
+        self.optimizer = OPTIMIZERS[exp.optimizer.name](
+            param_groups(exp.optimizer, groups), exp.optimizer, {})
+        a, b, y = (torch.as_tensor(v, device=self.device) for v in (data.a, data.b, data.y))
+        train = torch.as_tensor(data.train_idx, device=self.device)
+        val = torch.as_tensor(data.val_idx, device=self.device)
+        self.train_set = a[train], b[train], y[train]
+        self.val_set = a[val], b[val], y[val]
+        tr = exp.training
+        full_batch = tr.batch_size is None or tr.batch_size >= len(train)
+        self.batches = None if full_batch else Batches(
+            [seed], len(train), int(tr.batch_size), exp.task.canonical(), self.device)
+        self.step = 0
+        self.record_ = PlainRecord(seed)
+
+    def train(self, n_steps: int) -> None:
+        a, b, y = self.train_set
+        pos = None if self.batches is None else self.batches.take(n_steps)[:, 0]
+        for k in range(n_steps):
+            rows = slice(None) if pos is None else pos[k]
+            loss = mean_loss_of(self.model, self.model(a[rows], b[rows]), y[rows])
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        self.step += n_steps
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[float, float, float, float]:
+        out = []
+        for a, b, y in (self.train_set, self.val_set):
+            losses, correct = example_losses_of(self.model, self.model(a, b), y)
+            out.append((correct.double().mean().item(), losses.double().mean().item()))
+        (train_acc, train_loss), (val_acc, val_loss) = out
+        return train_acc, val_acc, train_loss, val_loss
+
+    def record(self) -> bool:
+        tr, rec = self.exp.training, self.record_
+        train_acc, val_acc, train_loss, val_loss = self.evaluate()
+        assert math.isfinite(train_loss), "the reference diverged"
+        rec.steps.append(self.step)
+        for name, value in zip(("train_acc", "val_acc", "train_loss", "val_loss"),
+                               (train_acc, val_acc, train_loss, val_loss), strict=True):
+            getattr(rec, name).append(value)
+        if rec.train_step is None and train_acc >= tr.train_threshold:
+            rec.train_step = self.step
+        if rec.val_step is None and val_acc >= tr.val_threshold:
+            rec.val_step = self.step
+        return tr.early_stop and rec.train_step is not None and rec.val_step is not None
+
+
+def train_plain(exp: ExperimentSpec, seed: int, dtype: torch.dtype = torch.float32,
+                frozen_embedding: bool = False) -> PlainRecord:
+    """One seed trained the peer way to the budget, evaluated as the engine evaluates."""
+    from grokverify.engine.loop import run_to_budget
+
+    trainer = PlainTrainer(exp, seed, dtype=dtype, frozen_embedding=frozen_embedding)
+    run_to_budget(trainer, exp.training)
+    return trainer.record_

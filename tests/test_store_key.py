@@ -1,0 +1,75 @@
+"""The store key policy (docs/store.md): a record is keyed by the resolved experiment, the seed,
+the engine's results version, the torch release, the device type and the numerics; not by the
+engine's source, so refactors and comments do not re-key the store."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import grokverify
+from grokverify import store
+from grokverify.spec import ExperimentSpec
+
+EXP = {"task": {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3},
+       "model": {"kind": "embed_mlp", "d": 8, "hidden": 16},
+       "optimizer": {"name": "adamw", "lr": 0.01}, "training": {"steps": 40, "eval_interval": 10}}
+KEY_OF = ("from grokverify.spec import ExperimentSpec; from grokverify.store import record_key, "
+          "code_version; import json; print(record_key(ExperimentSpec.model_validate({exp}), 3, "
+          "'cpu'), code_version())")
+
+
+def _key() -> str:
+    return store.record_key(ExperimentSpec.model_validate(EXP), 3, "cpu")
+
+
+def test_the_key_changes_with_everything_that_determines_a_result(monkeypatch) -> None:
+    base = _key()
+    exp = ExperimentSpec.model_validate(EXP)
+    assert store.record_key(exp, 4, "cpu") != base
+    assert store.record_key(exp, 3, "cuda") != base
+    for section, change in (("optimizer", {"lr": 0.02}), ("training", {"steps": 41}),
+                            ("task", {"p": 11}), ("model", {"hidden": 17})):
+        other = ExperimentSpec.model_validate({**EXP, section: {**EXP[section], **change}})
+        assert store.record_key(other, 3, "cpu") != base, section
+    probed = ExperimentSpec.model_validate({**EXP, "probes": [{"name": "sigma_max", "every": 5}]})
+    assert store.record_key(probed, 3, "cpu") != base
+    monkeypatch.setattr(store, "RESULTS_VERSION", "another")
+    assert _key() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(store, "torch_version", lambda: "9.9.9")
+    assert _key() != base
+    monkeypatch.undo()
+    monkeypatch.setenv("GROKVERIFY_NUMERICS", "native")
+    assert _key() != base
+
+
+def test_a_comment_in_the_engine_does_not_re_key_the_store(tmp_path: Path) -> None:
+    """The same key from a copy of the package whose engine modules carry an extra comment (the
+    source hash, provenance only, does change)."""
+    package = Path(grokverify.__file__).parent
+    copy = tmp_path / "grokverify"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in ("loop.py", "models.py", "fast.py"):
+        with (copy / "engine" / module).open("a") as fh:
+            fh.write("\n# a comment that changes nothing\n")
+    code = KEY_OF.format(exp=repr(EXP))
+    original = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, cwd=package.parent).stdout.split()
+    edited = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, cwd=tmp_path).stdout.split()
+    assert edited[0] == original[0] == _key()
+    assert edited[1] != original[1]  # which code wrote a record is still recorded
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_records_keep_what_their_key_hashes(device: str) -> None:
+    inputs = store.key_inputs(ExperimentSpec.model_validate(EXP), 3, device)
+    assert set(inputs) == {"experiment", "seed", "results_version", "torch", "device",
+                           "numerics"}
+    assert store.hash_key(inputs) == store.record_key(ExperimentSpec.model_validate(EXP), 3,
+                                                      device)
