@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.catalog.interventions import INTERVENTION_SPECS, InterventionSpec
-from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, AnyMetric, names_of_kind
+from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, names_of_kind
 from grokverify.catalog.metrics import MetricSpec as _Metric
 from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
 from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
@@ -204,7 +204,12 @@ class SourceSpec(StrictModel):
     quote: str = Field(min_length=1, description="the source's own words")
 
 
-MetricSpec = AnyMetric  # a time or value metric, by name (grokverify.catalog.metrics)
+# a time or value metric, by name (grokverify.catalog.metrics); built here from the registry, as
+# the other unions are, so every metric registered before the schema loads is known
+MetricSpec = Annotated[
+    typing.Union[tuple(METRIC_SPECS.values())],  # noqa: UP007
+    Field(discriminator="name"),
+]
 
 CriterionSpec = Annotated[
     typing.Union[tuple(c.params_model for c in CRITERION_SPECS.values())],  # noqa: UP007

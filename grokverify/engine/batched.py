@@ -20,7 +20,8 @@ Bit-identity of a seed alone and in any batch (docs/determinism.md) needs two pr
 - torch turns a matrix product with one matrix in the batch and one output column into a
   matrix-vector product, which MKL rounds differently from the batched product. A batch never
   has one seed: a lone seed trains beside a ghost copy of itself whose loss weight is 0 and
-  whose results are dropped.
+  whose results are dropped. (With two or more matrices, MKL's batched products round the same
+  for any batch size, rank-1 and matrix-vector shapes included.)
 """
 
 from __future__ import annotations
@@ -174,12 +175,12 @@ class BatchedModel(nn.Module):
     def loss_and_grads(self, a: Tensor, b: Tensor, y: Tensor, weight: Tensor) -> Tensor:
         """A training step's forward and backward: the per-seed losses (S,), detached, with every
         leaf's .grad set (not accumulated) to the gradient of sum_i weight_i * loss_i."""
-        for leaf in self.leaves:
-            leaf.grad = None
         step = self.fast_path.step
         loss = step(self, a, b, y, weight) if step is not None else None
-        if loss is not None:
+        if loss is not None:  # the step overwrote every gradient it keeps
             return loss
+        for leaf in self.leaves:
+            leaf.grad = None
         loss = self.mean_loss(self(a, b), y)
         loss.backward(weight)
         return loss.detach()

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from grokverify.catalog.models import ModelSpec
-from grokverify.engine.batched import BatchedModel, FastPath
+from grokverify.engine.batched import BatchedModel, FastPath, seed_view
 from grokverify.engine.layers import grad_like, linear
 
 
@@ -111,14 +111,55 @@ def toy_sum_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor:
     return linear(model, "fc3", h2)
 
 
-def _set_grad(model: BatchedModel, name: str, like: Tensor) -> Tensor | None:
-    """A fresh gradient for parameter `name`, set as its leaf's .grad: its (S, ...) view to
-    write into (None for a frozen leaf: no gradient, as autograd would give)."""
-    leaf = model.leaf(name)
-    if not leaf.requires_grad:
-        return None
-    leaf.grad, view = grad_like(like, leaf.shape, model.shapes[name])
-    return view
+class _ToyViews:
+    """What the toy's step reads and writes, as views made once: the parameters' (S, ...) views
+    and their transposes, the gradient buffers' views, the last full batch's table rows. Each
+    torch call costs a GIL handoff when shards train on threads side by side, and these ~20
+    view calls a step were a measurable share of it. Valid while the leaves and their .grad
+    buffers are the same tensors (the optimizer updates them in place); rebuilt otherwise."""
+
+    def __init__(self, model: BatchedModel):
+        self.leaves = [(leaf, leaf.grad) for leaf in model.leaves]
+        w = {k: v.detach() for k, v in model.params().items()}
+        s = model.n_seeds
+        self.table = w["embed.weight"].reshape(s * model.shape.p, -1)
+        self.layers = {layer: (w[f"{layer}.weight"], w[f"{layer}.weight"].transpose(1, 2),
+                               w[f"{layer}.bias"].unsqueeze(1)) for layer in ("fc1", "fc2", "fc3")}
+        self.grads: dict[str, Tensor | None] = {}
+        for name in model.names:
+            leaf = model.leaf(name)
+            self.grads[name] = None if leaf.grad is None else seed_view(leaf.grad,
+                                                                        model.shapes[name])
+        self.rows_key: tuple[int, int, torch.Size] | None = None
+        self.rows = torch.empty(0)
+
+    def valid(self, model: BatchedModel) -> bool:
+        return all(leaf is now and grad is now.grad
+                   for (leaf, grad), now in zip(self.leaves, model.leaves, strict=True))
+
+    def table_rows(self, a: Tensor, b: Tensor, p: int) -> Tensor:
+        key = (a.data_ptr(), b.data_ptr(), a.shape)
+        if key != self.rows_key:  # full batch: the same rows every step
+            self.rows = torch.stack([a, b], dim=-1) + _seed_rows(a.shape[0], p, a.device)
+            self.rows_key = key
+        return self.rows
+
+
+def _toy_views(model: BatchedModel, like: Tensor) -> _ToyViews:
+    """The step's views, with a fitting .grad buffer for every trainable leaf (its padding 0,
+    never written; a frozen leaf has none, as autograd would give)."""
+    views: _ToyViews | None = model.__dict__.get("_toy_views")
+    if views is not None and views.valid(model):
+        return views
+    for name in model.names:
+        leaf, g = model.leaf(name), model.leaf(name).grad
+        if not leaf.requires_grad:
+            leaf.grad = None
+        elif g is None or g.shape != leaf.shape or g.dtype != like.dtype or \
+                g.device != like.device:
+            leaf.grad = grad_like(like, leaf.shape, model.shapes[name])[0]
+    views = model.__dict__["_toy_views"] = _ToyViews(model)
+    return views
 
 
 @torch.no_grad()
@@ -126,41 +167,29 @@ def toy_sum_step(model: BatchedModel, a: Tensor, b: Tensor, y: Tensor,
                  weight: Tensor) -> Tensor:
     """Paper 2's toy's training step by hand: the forward of `toy_sum_forward`, the loss and its
     gradient from the head, then each layer's weight, bias and input gradients written straight
-    into the leaves' .grad (tanh's backward in place)."""
+    into the leaves' .grad buffers (tanh's backward in place)."""
     s, n = y.shape
     p = model.shape.p
-    w = model.params()
-    rows = torch.stack([a, b], dim=-1) + _seed_rows(s, p, a.device)
-    table = w["embed.weight"].reshape(s * p, -1)
-    z = F.embedding(rows, table).sum(dim=2)
+    v = _toy_views(model, model.leaves[0])
+    rows = v.table_rows(a, b, p)
+    z = F.embedding(rows, v.table).sum(dim=2)
     e = z.shape[-1]
-
-    def affine(x: Tensor, layer: str) -> Tensor:
-        wt, bias = w[f"{layer}.weight"].transpose(1, 2), w[f"{layer}.bias"].unsqueeze(1)
-        return (x * wt).add_(bias) if x.shape[-1] == 1 else torch.baddbmm(bias, x, wt)
-
-    h1 = affine(z, "fc1").tanh_()
-    h2 = affine(h1, "fc2").tanh_()
-    out = affine(h2, "fc3")
+    layers = v.layers
+    h1 = torch.baddbmm(layers["fc1"][2], z, layers["fc1"][1]).tanh_()
+    h2 = torch.baddbmm(layers["fc2"][2], h1, layers["fc2"][1]).tanh_()
+    out = torch.baddbmm(layers["fc3"][2], h2, layers["fc3"][1])
     loss, g = model.head.mean_loss_and_grad(out, y, model.buffer("targets"))
     g.mul_(weight.view(s, 1, 1))
-    for h, layer in ((h2, "fc3"), (h1, "fc2")):  # weight, bias and input gradients
-        if (g_w := _set_grad(model, f"{layer}.weight", g)) is not None:
-            torch.bmm(g.transpose(1, 2), h, out=g_w)
-        if (g_b := _set_grad(model, f"{layer}.bias", g)) is not None:
+    for x, layer in ((h2, "fc3"), (h1, "fc2"), (z, "fc1")):  # weight, bias, input gradients
+        if (g_w := v.grads[f"{layer}.weight"]) is not None:
+            torch.bmm(g.transpose(1, 2), x, out=g_w)
+        if (g_b := v.grads[f"{layer}.bias"]) is not None:
             torch.sum(g, dim=1, out=g_b)
-        g = torch.bmm(g, w[f"{layer}.weight"])
-        g = torch.ops.aten.tanh_backward.grad_input(g, h, grad_input=g)
-    if (g_w := _set_grad(model, "fc1.weight", g)) is not None:
-        if e == 1:  # the outer product's gradient, elementwise (see `layers._Linear`)
-            torch.sum(g * z, dim=1, out=g_w.view(s, -1))
-        else:
-            torch.bmm(g.transpose(1, 2), z, out=g_w)
-    if (g_b := _set_grad(model, "fc1.bias", g)) is not None:
-        torch.sum(g, dim=1, out=g_b)
-    if (g_e := _set_grad(model, "embed.weight", g)) is not None:
-        g_z = (g * w["fc1.weight"].transpose(1, 2)).sum(dim=-1, keepdim=True) if e == 1 \
-            else torch.bmm(g, w["fc1.weight"])
+        if x is not z:
+            g = torch.bmm(g, layers[layer][0])
+            g = torch.ops.aten.tanh_backward.grad_input(g, x, grad_input=g)
+    if (g_e := v.grads["embed.weight"]) is not None:
+        g_z = torch.bmm(g, layers["fc1"][0])  # (S, B, e)
         flat = g_e.view(s * p, e).zero_()  # E[a] + E[b]: both rows get g_z
         flat.index_add_(0, rows.reshape(-1), g_z.unsqueeze(2).expand(s, n, 2, e).reshape(-1, e))
     return loss

@@ -27,9 +27,11 @@ from grokverify.engine.record import SeedRecord
 
 
 class Shard(Protocol):
-    """What a hook sees of the loop's shard: its batched model and one record per seed in it."""
+    """What a hook sees of the loop's shard: its batched model, its optimizer (absent in
+    `after_init`, which runs before it is built) and one record per seed in it."""
 
     model: BatchedModel
+    optimizer: torch.optim.Optimizer
     records: list[SeedRecord]
 
 

@@ -25,9 +25,8 @@ def grad_like(like: Tensor, leaf_shape: torch.Size, shape: torch.Size) -> tuple[
 
 
 class _Linear(torch.autograd.Function):
-    """x (S, B, in) @ wᵀ + b with w (S, out, in), b (S, out) read from their leaves. With in = 1
-    (1-d embeddings) the product is an outer product, computed elementwise: exactly rounded, so
-    the same in any batch (MKL rounds a single rank-1 product and a batch of them differently)."""
+    """x (S, B, in) @ wᵀ + b with w (S, out, in), b (S, out) read from their leaves (S >= 2: a
+    lone seed has its ghost, see `grokverify.engine.batched`)."""
 
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, w_leaf: Tensor,
@@ -35,8 +34,6 @@ class _Linear(torch.autograd.Function):
         w, b = seed_view(w_leaf, w_shape), seed_view(b_leaf, b_shape)
         ctx.save_for_backward(x, w_leaf)
         ctx.shapes = (w_shape, b_shape, b_leaf.shape)  # type: ignore[attr-defined]
-        if x.shape[-1] == 1:
-            return (x * w.transpose(1, 2)).add_(b.unsqueeze(1))
         return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
 
     @staticmethod
@@ -48,14 +45,10 @@ class _Linear(torch.autograd.Function):
         needs_x, needs_w, needs_b = ctx.needs_input_grad[:3]  # type: ignore[attr-defined]
         g_x = g_w_leaf = g_b_leaf = None
         if needs_x:
-            g_x = (g * w.transpose(1, 2)).sum(dim=-1, keepdim=True) if x.shape[-1] == 1 \
-                else torch.bmm(g, w)
+            g_x = torch.bmm(g, w)
         if needs_w:
             g_w_leaf, g_w = grad_like(g, w_leaf.shape, w_shape)
-            if x.shape[-1] == 1:
-                torch.sum(g * x, dim=1, out=g_w.view(g_w.shape[:2]))
-            else:
-                torch.bmm(g.transpose(1, 2), x, out=g_w)
+            torch.bmm(g.transpose(1, 2), x, out=g_w)
         if needs_b:
             g_b_leaf, g_b = grad_like(g, b_leaf_shape, b_shape)
             torch.sum(g, dim=1, out=g_b)

@@ -34,18 +34,18 @@ class DataShape:
     n_classes: int
 
 
-def _uniform(gen: torch.Generator, shape: tuple[int, ...], bound: float) -> Tensor:
+def uniform(gen: torch.Generator, shape: tuple[int, ...], bound: float) -> Tensor:
     return (torch.rand(shape, generator=gen) * 2 - 1) * bound
 
 
 @torch.no_grad()
-def _init_linear_(layer: nn.Linear, gen: torch.Generator) -> None:
+def init_linear_(layer: nn.Linear, gen: torch.Generator) -> None:
     """nn.Linear's default distribution, U(±1/√fan_in) for weight and bias, drawn as (in, out)
     and then (1, out): the order the engine's streams have always used."""
     fan_out, fan_in = layer.weight.shape
     bound = 1.0 / math.sqrt(fan_in)
-    layer.weight.copy_(_uniform(gen, (fan_in, fan_out), bound).T)
-    layer.bias.copy_(_uniform(gen, (1, fan_out), bound).view(-1))
+    layer.weight.copy_(uniform(gen, (fan_in, fan_out), bound).T)
+    layer.bias.copy_(uniform(gen, (1, fan_out), bound).view(-1))
 
 
 class Model(nn.Module):
@@ -82,7 +82,7 @@ class Model(nn.Module):
         return model
 
 
-def _tokens(a: Tensor, b: Tensor, p: int) -> Tensor:
+def tokens(a: Tensor, b: Tensor, p: int) -> Tensor:
     """[a, op, b, =] with the op token p and "=" token p + 1, (..., 4)."""
     return torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
 
@@ -101,7 +101,7 @@ class EmbedMLP(Model):
         self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        x = self.embed(_tokens(a, b, self.shape.p)).flatten(-2)
+        x = self.embed(tokens(a, b, self.shape.p)).flatten(-2)
         return self.fc2(torch.relu(self.fc1(x)))
 
     @torch.no_grad()
@@ -109,8 +109,8 @@ class EmbedMLP(Model):
         spec: EmbedMLPSpec = self.spec  # type: ignore[assignment]
         self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
                                 * spec.emb_init_std)
-        _init_linear_(self.fc1, gen)
-        _init_linear_(self.fc2, gen)
+        init_linear_(self.fc1, gen)
+        init_linear_(self.fc2, gen)
 
 
 class ScalarMLP(Model):
@@ -125,12 +125,12 @@ class ScalarMLP(Model):
         self.fc2 = nn.Linear(spec.hidden, shape.n_classes)
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        x = _tokens(a, b, self.shape.p).to(self.fc1.weight.dtype)
+        x = tokens(a, b, self.shape.p).to(self.fc1.weight.dtype)
         return self.fc2(torch.relu(self.fc1(x)))
 
     def init_(self, gen: torch.Generator) -> None:
-        _init_linear_(self.fc1, gen)
-        _init_linear_(self.fc2, gen)
+        init_linear_(self.fc1, gen)
+        init_linear_(self.fc2, gen)
 
 
 class ToySum(Model):
@@ -163,9 +163,9 @@ class ToySum(Model):
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
         spec: ToySumSpec = self.spec  # type: ignore[assignment]
-        self.embed.weight.copy_(_uniform(gen, self.embed.weight.shape, spec.init_scale / 2))
+        self.embed.weight.copy_(uniform(gen, self.embed.weight.shape, spec.init_scale / 2))
         for layer in (self.fc1, self.fc2, self.fc3):
-            _init_linear_(layer, gen)
+            init_linear_(layer, gen)
 
     @torch.no_grad()
     def init_buffers_(self, gen: torch.Generator) -> None:

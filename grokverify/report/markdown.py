@@ -200,7 +200,8 @@ def render_markdown(res: dict[str, Any]) -> str:
               "## Provenance", "",
               f"- claim file: `{claim['file']}`",
               f"- git commit: `{prov['git_commit']}`" + (" (dirty)" if prov["git_dirty"] else ""),
-              f"- code version (result-affecting source + torch): `{prov['code_version']}`",
+              f"- engine results version: `{prov['results_version']}` (in every store key: "
+              f"docs/store.md); engine source hash `{prov['code_version']}`",
               f"- device: {', '.join(prov['device'])}; executor: {prov['executor']}",
               f"- seeds trained in this run: {prov['seeds_trained_now']}, reused from the store: "
               f"{prov['seeds_reused']} (store `{prov['store']}`)",

@@ -14,6 +14,7 @@ from typing import Any
 
 from grokverify.atomic import write_atomic
 from grokverify.catalog.metrics import MetricSpec
+from grokverify.engine.version import RESULTS_VERSION
 from grokverify.outcome import ClaimRun, RunOptions
 from grokverify.report.figures import plot_curves, plot_survival, plot_values
 from grokverify.report.markdown import render_markdown
@@ -50,10 +51,9 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
 
 
 def _device(record: dict[str, Any]) -> str:
-    """Where a record was trained; the CPU's kernel set (AVX2, AVX512, ...) is named because
-    CPU results are bit-identical only among machines that use the same one."""
-    kernels = record.get("cpu_capability")
-    return f"{record['device']} ({record['device_name']}" + (f", {kernels})" if kernels else ")")
+    """Where a record was trained, with the numerics it was trained under (records share a
+    numerics tag exactly when they are bit-identical: docs/determinism.md)."""
+    return f"{record['device']} ({record['device_name']}; numerics {record['numerics']['tag']})"
 
 
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
@@ -97,7 +97,8 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
                         "rounds": run.rounds} if len(run.seeding.looks) > 1 else None),
         "per_seed": per_seed,
         "provenance": {
-            **provenance(), "code_version": code_version(), "device": sorted(devices),
+            **provenance(), "results_version": RESULTS_VERSION, "code_version": code_version(),
+            "device": sorted(devices),
             "requested_device": device, "executor": opts.executor, "address": opts.address,
             "store": str(opts.store), "seeds_trained_now": run.trained,
             "seeds_reused": run.reused, "train_wall_s": round(run.train_wall_s, 2),
