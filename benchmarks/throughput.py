@@ -247,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (>= 3)")
     parser.add_argument("--threads", type=int, default=2,
                         help="threads for (b), the roof and the peer's multi-thread run")
+    parser.add_argument("--workloads", default="toy,p97",
+                        help="which workloads (toy, p97); the evaluation and probe figures and "
+                             "the last line need both")
     args = parser.parse_args(argv)
     repeats = max(3, args.repeats)
     threads0 = torch.get_num_threads()
@@ -257,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (quick)' if args.quick else ''}; kernels {numerics.describe()}")
     summary: dict[str, float] = {}
     cap_s = 1.0 if args.quick else 6.0  # per measurement
-    for w in workloads(args.quick):
+    chosen = args.workloads.split(",")
+    for w in [w for w in workloads(args.quick) if w.name in chosen]:
         rates: dict[str, list[float]] = {k: [] for k in
                                          ("a1", "a2", "b", "derived", "roof", "gflops", "own")}
         fused = True
@@ -299,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         summary[f"{w.name}_roof_share"] = share
         summary[f"{w.name}_own_matmul_fraction"] = own
         summary[f"{w.name}_fast_gain"] = gain
+    if set(chosen) != {"toy", "p97"}:
+        return 0
     print("evaluation share at the claims' quick scales:")
     summary["eval_share"] = eval_share(args.quick, repeats)
     print(f"eval_share={summary['eval_share']:.3f}")

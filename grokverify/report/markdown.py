@@ -113,6 +113,8 @@ def _setup(arms: dict[str, Any]) -> list[str]:
                 f"  - model: `{json.dumps(exp['model'], sort_keys=True)}`",
                 f"  - optimizer: `{json.dumps(exp['optimizer'], sort_keys=True)}`",
                 f"  - training: `{json.dumps(exp['training'], sort_keys=True)}`"]
+        out += [f"  - {part}: `{json.dumps(exp[part], sort_keys=True)}`"
+                for part in ("probes", "interventions") if exp.get(part)]
     return out
 
 
