@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-EVAL_CURVES = ("train_acc", "val_acc", "train_loss", "val_loss")
+from grokverify.catalog.interventions import EVAL_CURVES
 
 
 def _finite_or_none(x: float) -> float | None:
