@@ -21,7 +21,7 @@ from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.expand import Trial
 from grokverify.spec import ExperimentSpec
-from grokverify.store import code_version, key_inputs
+from grokverify.store import code_version, environment, key_inputs
 
 ProgressFn = Callable[[int, int], None]
 OnDone = Callable[[Trial, list[dict[str, Any]]], None]
@@ -41,13 +41,14 @@ def device_name(device: str) -> str:
 
 
 def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
-              expected_numerics: str, progress: ProgressFn | None = None,
+              expected: dict[str, str], progress: ProgressFn | None = None,
               ) -> list[dict[str, Any]]:
     """Train one chunk and return one store record per seed (runs in a worker or in-process).
 
-    `expected_numerics` is the numerics tag the driver put in the records' keys; a worker whose
-    kernels are different (pinning turned off on one machine only, a CPU without AVX2) refuses
-    rather than store records under a key they do not match."""
+    `expected` is the process part of the records' keys as the driver computed them
+    (`store.environment`: results version, torch release, device type, numerics); a worker
+    whose own differs (another torch, pinning turned off on one machine only, a CPU without
+    AVX2) refuses before training rather than store records that do not hash to their keys."""
     import torch
 
     from grokverify.engine.loop import train_seeds
@@ -57,11 +58,13 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
     device_type = torch.device(device).type
     if device_type == "cpu":
         numerics.pin()
-    if numerics.tag(device_type) != expected_numerics:
+    got = environment(device_type)
+    if got != expected:
+        differ = ", ".join(f"{k}: {got.get(k)!r} here, {v!r} in the run's keys"
+                           for k, v in expected.items() if got.get(k) != v)
         raise RuntimeError(
-            f"this worker's numerics are {numerics.tag(device_type)!r} but the run keyed its "
-            f"records for {expected_numerics!r}; set GROKVERIFY_NUMERICS the same way on the "
-            f"driver and every worker (docs/determinism.md)")
+            f"this worker cannot write the run's records ({differ}); give the driver and every "
+            f"worker the same torch, grokverify and GROKVERIFY_NUMERICS (docs/store.md)")
     start = time.perf_counter()
     results = train_seeds(exp, seeds, device, progress)
     wall = time.perf_counter() - start
@@ -70,7 +73,7 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
         "experiment": exp.model_dump(mode="json"), "results_version": RESULTS_VERSION,
         "code_version": code_version(), "device": device_type,
         "device_name": device_name(device), "torch": torch.__version__,
-        "numerics": {"tag": numerics.tag(device_type), **(
+        "numerics": {"tag": got["numerics"], **(
             numerics.describe() if device_type == "cpu" else {})},
         "host": platform.node(), "threads": threads, "chunk_seeds": list(seeds),
         "chunk_wall_s": round(wall, 3), "created": created,
@@ -103,7 +106,7 @@ class LocalExecutor:
                 on_progress(base + step * n, 1)
 
             records = run_trial(trial.experiment.model_dump(mode="json"), list(trial.seeds),
-                                self.device, self.threads, trial.numerics, tick)
+                                self.device, self.threads, dict(trial.environment), tick)
             done += trial.seed_steps
             on_done(trial, records)
             on_progress(done, 0)
@@ -169,7 +172,7 @@ class RayExecutor:
             num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task, max_retries=2)
         pending = {
             remote.remote(t.experiment.model_dump(mode="json"), list(t.seeds), self.device,
-                          self.cpus_per_task, t.numerics): t
+                          self.cpus_per_task, dict(t.environment)): t
             for t in trials
         }
         done_steps = 0

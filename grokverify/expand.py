@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grokverify.engine import numerics
 from grokverify.spec import ExperimentSpec, LoadedClaim
-from grokverify.store import Store, record_key
+from grokverify.store import Store, environment, record_key
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,8 @@ class Trial:
     experiment: ExperimentSpec
     seeds: tuple[int, ...]
     keys: tuple[str, ...]
-    numerics: str  # the numerics tag in the keys: the worker must match it
+    environment: tuple[tuple[str, str], ...]  # the keys' process part (store.environment), as
+    # items: the worker must have the same
 
     @property
     def label(self) -> str:
@@ -61,6 +61,7 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size
     same resolved experiment share records, so a seed is scheduled once."""
     trials: list[Trial] = []
     scheduled: set[str] = set()
+    env = tuple(environment(device_type).items())
     for plan in plans:
         todo = [(s, k) for s, k in zip(plan.seeds, plan.keys, strict=True)
                 if k not in scheduled and not store.has(k)]
@@ -68,6 +69,5 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size
         for i in range(0, len(todo), chunk_size):
             part = todo[i:i + chunk_size]
             trials.append(Trial(claim_id, plan.member, plan.arm, plan.experiment,
-                                tuple(s for s, _ in part), tuple(k for _, k in part),
-                                numerics.tag(device_type)))
+                                tuple(s for s, _ in part), tuple(k for _, k in part), env))
     return trials

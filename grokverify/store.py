@@ -52,11 +52,17 @@ def code_version() -> str:
     return h.hexdigest()[:16]
 
 
+def environment(device_type: str) -> dict[str, str]:
+    """The part of a record's key that is the process, not the experiment: the engine's results
+    version, the torch release, the device type, the numerics. A worker must have the driver's
+    (`grokverify.execute.run_trial` checks before it trains)."""
+    return {"results_version": RESULTS_VERSION, "torch": torch_version(),
+            "device": device_type, "numerics": numerics.tag(device_type)}
+
+
 def key_inputs(exp: ExperimentSpec, seed: int, device_type: str) -> dict[str, Any]:
     """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash)."""
-    return {"experiment": exp.canonical(), "seed": int(seed), "results_version": RESULTS_VERSION,
-            "torch": torch_version(), "device": device_type,
-            "numerics": numerics.tag(device_type)}
+    return {"experiment": exp.canonical(), "seed": int(seed), **environment(device_type)}
 
 
 def hash_key(inputs: dict[str, Any]) -> str:

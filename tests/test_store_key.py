@@ -73,3 +73,19 @@ def test_records_keep_what_their_key_hashes(device: str) -> None:
                            "numerics"}
     assert store.hash_key(inputs) == store.record_key(ExperimentSpec.model_validate(EXP), 3,
                                                       device)
+
+
+def test_a_worker_whose_environment_differs_from_the_keys_refuses_before_training(
+        monkeypatch) -> None:
+    """A record must hash to the key the driver filed it under: a worker with another torch
+    release (or results version, or numerics) than the driver's keys stops before training."""
+    from grokverify.engine import loop
+    from grokverify.execute import run_trial
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("trained although the keys cannot match")
+
+    monkeypatch.setattr(loop, "train_seeds", never)
+    expected = {**store.environment("cpu"), "torch": "0.0.1"}
+    with pytest.raises(RuntimeError, match="torch: '.*' here, '0.0.1' in the run's keys"):
+        run_trial(EXP, [0], "cpu", 1, expected)
