@@ -198,12 +198,11 @@ def verify(store: Store) -> VerifyReport:
         if path.name.startswith(".") and path.suffix == ".tmp":
             report.orphaned.append((str(path), "temporary file of an interrupted write"))
             continue
-        why = _check_record(path)
-        if why:
+        inputs, why = _check_record(path)
+        if inputs is None:
             report.corrupt.append((str(path), why))
             continue
         report.ok += 1
-        inputs = json.loads(path.read_text())["key_inputs"]
         if (inputs["results_version"], inputs["torch"]) != (RESULTS_VERSION, torch_version()):
             report.other_version += 1
     locks = store.root / "locks"
@@ -213,13 +212,14 @@ def verify(store: Store) -> VerifyReport:
     return report
 
 
-def _check_record(path: Path) -> str | None:
+def _check_record(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """(the record's key inputs, "") for a sound record, else (None, what is wrong): one read."""
     try:
         rec = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
-        return f"unreadable: {exc}"
+        return None, f"unreadable: {exc}"
     except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg} at line {exc.lineno})"
+        return None, f"not valid JSON ({exc.msg} at line {exc.lineno})"
     try:
         inputs = rec["key_inputs"]
         exp = ExperimentSpec.model_validate(rec["experiment"])
@@ -228,11 +228,11 @@ def _check_record(path: Path) -> str | None:
         same_seed = inputs["seed"] == rec["seed"]
         key = hash_key(inputs)
     except (KeyError, TypeError, ValueError) as exc:
-        return f"missing or invalid field: {exc}"
+        return None, f"missing or invalid field: {exc}"
     if rec.get("key") != path.stem:
-        return f"key field {rec.get('key')!r} differs from the file name"
+        return None, f"key field {rec.get('key')!r} differs from the file name"
     if key != path.stem or not same_experiment or not same_seed:
-        return "content does not hash to its key (edited or corrupted)"
+        return None, "content does not hash to its key (edited or corrupted)"
     if summary.get("seed") != rec["seed"]:
-        return "summary seed differs from the record's seed"
-    return None
+        return None, "summary seed differs from the record's seed"
+    return inputs, ""
