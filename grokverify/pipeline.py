@@ -25,7 +25,7 @@ from grokverify.stats import CRITERIA
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.store import Store
 
-__all__ = ["ClaimRun", "RunOptions", "analyse", "run_claims", "schedule", "seeding"]
+__all__ = ["ClaimRun", "RunOptions", "analyse", "run_claims", "seeding"]
 
 
 def _device_for(opts: RunOptions) -> str:
@@ -152,12 +152,6 @@ def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
     if isinstance(seeds, int):
         return Rounds.fixed(seeds)
     return Rounds.with_spending(seeds.looks(), own_alpha(loaded.claim.criterion), seeds.spending)
-
-
-def schedule(loaded: LoadedClaim, scale: str,
-             override: int | None) -> list[tuple[int, float | None]]:
-    """(seed count, CI level or None for the criterion's own) for each look."""
-    return [(look.n, look.ci_level) for look in seeding(loaded, scale, override).looks]
 
 
 def analyse(run: ClaimRun, store: Store, look: Look) -> None:

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from grokverify.cli import main
-from grokverify.pipeline import RunOptions, run_claims, schedule
+from grokverify.pipeline import RunOptions, run_claims, seeding
 from grokverify.spec import load_claim
 from grokverify.stats.sequential import nominal_levels
 
@@ -20,6 +20,11 @@ def _sequential(tmp_path: Path, tiny_claim: Path, seeds: str) -> Path:
     path = tmp_path / "seq.yaml"
     path.write_text(tiny_claim.read_text().replace("seeds: 3\n", f"seeds: {seeds}\n"))
     return path
+
+
+def schedule(loaded, scale: str, override: int | None) -> list[tuple[int, float | None]]:
+    """(seed count, CI level or None for the criterion's own) of each look the run makes."""
+    return [(look.n, look.ci_level) for look in seeding(loaded, scale, override).looks]
 
 
 def test_schedule_uses_the_spending_rule_levels(tmp_path: Path, tiny_claim: Path) -> None:
