@@ -24,9 +24,12 @@ from grokverify.engine.batched import BatchedModel, FastPath, seed_view
 from grokverify.engine.layers import grad_like, linear
 
 
-def _seed_rows(s: int, rows_per_seed: int, device: torch.device) -> Tensor:
-    """(S, 1, 1): the first row of each seed's block in a table stacked over seeds."""
-    return (torch.arange(s, device=device) * rows_per_seed).view(s, 1, 1)
+def _stacked_rows(a: Tensor, b: Tensor, rows_per_seed: int, b_offset: int = 0) -> Tensor:
+    """(S, B, 2): each example's rows for its operands a and b (b's `b_offset` rows further on)
+    in per-seed tables of `rows_per_seed` rows stacked over the seeds."""
+    s = a.shape[0]
+    first = (torch.arange(s, device=a.device) * rows_per_seed).view(s, 1, 1)
+    return torch.stack([a, b + b_offset if b_offset else b], dim=-1) + first
 
 
 class _OperandTableReLU(torch.autograd.Function):
@@ -93,7 +96,7 @@ def embed_mlp_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor | Non
     if n < p:
         return None
     w = model.params()
-    rows = torch.stack([a, b + p], dim=-1) + _seed_rows(s, 2 * p, a.device)
+    rows = _stacked_rows(a, b, 2 * p, b_offset=p)  # a's table rows, then b's
     h = _OperandTableReLU.apply(w["embed.weight"], w["fc1.weight"], w["fc1.bias"],
                                 rows.view(s * n, 2), p)
     return linear(model, "fc2", h)
@@ -105,7 +108,7 @@ def toy_sum_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor:
     s = a.shape[0]
     p = model.shape.p
     table = model.param("embed.weight").reshape(s * p, -1)
-    z = F.embedding(torch.stack([a, b], dim=-1) + _seed_rows(s, p, a.device), table).sum(dim=2)
+    z = F.embedding(_stacked_rows(a, b, p), table).sum(dim=2)
     h1 = torch.tanh(linear(model, "fc1", z))
     h2 = torch.tanh(linear(model, "fc2", h1))
     return linear(model, "fc3", h2)
@@ -140,7 +143,7 @@ class _ToyViews:
     def table_rows(self, a: Tensor, b: Tensor, p: int) -> Tensor:
         key = (a.data_ptr(), b.data_ptr(), a.shape)
         if key != self.rows_key:  # full batch: the same rows every step
-            self.rows = torch.stack([a, b], dim=-1) + _seed_rows(a.shape[0], p, a.device)
+            self.rows = _stacked_rows(a, b, p)
             self.rows_key = key
         return self.rows
 
