@@ -24,6 +24,7 @@ from grokverify.catalog.interventions import (
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.probes import sigma_max_of
 from grokverify.engine.record import SeedRecord
+from grokverify.registry import registrar
 
 
 class Shard(Protocol):
@@ -52,13 +53,7 @@ class Intervention:
 INTERVENTIONS: dict[str, Callable[[Any], Intervention]] = {}
 
 
-def intervention(name: str) -> Callable[[type[Intervention]], type[Intervention]]:
-    def add(cls: type[Intervention]) -> type[Intervention]:
-        if name in INTERVENTIONS:
-            raise ValueError(f"intervention {name!r} is already registered")
-        INTERVENTIONS[name] = cls
-        return cls
-    return add
+intervention = registrar(INTERVENTIONS, "intervention")  # @intervention("name") on a class
 
 
 @intervention("freeze_embeddings")

@@ -15,19 +15,13 @@ from torch import Tensor
 
 from grokverify.catalog.probes import GradNormRatioSpec, ProbeSpec, SigmaMaxSpec
 from grokverify.engine.batched import BatchedModel
+from grokverify.registry import registrar
 
 ProbeFn = Callable[[BatchedModel, ProbeSpec], dict[str, Tensor]]
 PROBES: dict[str, ProbeFn] = {}
 
 
-def probe(name: str) -> Callable[[ProbeFn], ProbeFn]:
-    """Register a probe under its spec's name."""
-    def add(fn: ProbeFn) -> ProbeFn:
-        if name in PROBES:
-            raise ValueError(f"probe {name!r} is already registered")
-        PROBES[name] = fn
-        return fn
-    return add
+probe = registrar(PROBES, "probe")  # @probe("name"): register under its spec's name
 
 
 def sigma_max_of(matrices: Tensor) -> Tensor:

@@ -9,6 +9,7 @@ the arms' data into a `CriterionResult`, under the same name.
 from __future__ import annotations
 
 from grokverify.catalog.criteria import CRITERION_SPECS
+from grokverify.registry import add_to
 from grokverify.stats.base import (
     ArmSample,
     ArmSummary,
@@ -28,9 +29,7 @@ CRITERIA: dict[str, Criterion] = {}
 
 def register(c: Criterion) -> None:
     """Add a criterion; a second one under the same name is an error, not a silent override."""
-    if c.name in CRITERIA and CRITERIA[c.name] is not c:
-        raise ValueError(f"criterion {c.name!r} is already registered")
-    CRITERIA[c.name] = c
+    add_to(CRITERIA, "criterion", c.name, c)
 
 
 def criterion_for(name: str, params: object) -> Criterion:
