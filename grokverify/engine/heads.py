@@ -24,9 +24,13 @@ def _cross_entropy_each(out: Tensor, y: Tensor) -> Tensor:
 class Head:
     regression: bool
 
+    @staticmethod
+    def _errors(out: Tensor, y: Tensor, targets: Tensor) -> Tensor:
+        """Each output's difference from its class's target, (..., B, D)."""
+        return out - torch.take_along_dim(targets, y.unsqueeze(-1), dim=-2)
+
     def _squared_errors(self, out: Tensor, y: Tensor, targets: Tensor) -> Tensor:
-        chosen = torch.take_along_dim(targets, y.unsqueeze(-1), dim=-2)  # (..., B, D)
-        return (out - chosen) ** 2
+        return self._errors(out, y, targets) ** 2
 
     def example_losses(self, out: Tensor, y: Tensor,
                        targets: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -59,7 +63,7 @@ class Head:
                                                                        dtype=out.dtype))
             return loss, grad.mul_(1.0 / n)
         assert targets is not None
-        diff = out - torch.take_along_dim(targets, y.unsqueeze(-1), dim=-2)
+        diff = self._errors(out, y, targets)
         loss = (diff * diff).flatten(-2).mean(dim=-1)
         return loss, diff.mul_(2.0 / (n * out.shape[-1]))
 
