@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from grokverify.catalog.criteria import CRITERION_SPECS
-from grokverify.catalog.interventions import INTERVENTION_SPECS, InterventionSpec
+from grokverify.catalog.interventions import EVAL_CURVES, INTERVENTION_SPECS, InterventionSpec
 from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, names_of_kind
 from grokverify.catalog.metrics import MetricSpec as _Metric
 from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
@@ -188,9 +188,8 @@ class ExperimentSpec(StrictModel):
         return self
 
     def curves(self) -> list[str]:
-        """The curves every seed's record of this experiment holds."""
-        from grokverify.catalog.interventions import EVAL_CURVES
-
+        """The curves every seed's record of this experiment holds (what a value metric can
+        read)."""
         return [*EVAL_CURVES, *(c for p in self.probes for c in p.curves())]
 
 
@@ -215,11 +214,6 @@ CriterionSpec = Annotated[
     typing.Union[tuple(c.params_model for c in CRITERION_SPECS.values())],  # noqa: UP007
     Field(discriminator="name"),
 ]
-
-
-def recorded_curves(exp: ExperimentSpec) -> set[str]:
-    """The names of the curves a seed's record of `exp` holds (what a value metric can read)."""
-    return set(exp.curves())
 
 
 class SeedsSpec(StrictModel):
@@ -452,12 +446,11 @@ def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
     criterion compares, at every scale and family member)."""
     problems: list[Problem] = []
     read = set(CRITERION_SPECS[claim.criterion.name].arms_of(claim.criterion))
-    resolved = [(scale, member, arm, exp) for scale, members in units.items()
+    resolved = [(scale, member, arm, set(exp.curves())) for scale, members in units.items()
                 for member, arms in members.items() for arm, exp in arms.items() if arm in read]
     for where, metric in _claim_metrics(claim):
         for key, curve in metric.curve_fields().items():
-            lacking = [(s, m, a, recorded_curves(e)) for s, m, a, e in resolved
-                       if curve not in recorded_curves(e)]
+            lacking = [r for r in resolved if curve not in r[3]]
             if not lacking:
                 continue
             known = sorted(lacking[0][3])
