@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,6 +32,9 @@ CensoredPolicy = Literal["as_budget", "refuse"]
 P = TypeVar("P", bound=BaseModel)
 
 DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
+# The bounds every criterion's CI level and bootstrap size share, stated once.
+CILevel = Annotated[float, Field(gt=0, lt=1)]
+NBoot = Annotated[Int, Field(ge=100)]
 TIME_ONLY: tuple[Kind, ...] = ("time",)
 ANY_KIND: tuple[Kind, ...] = ("time", "value")
 
@@ -73,8 +76,8 @@ class SurvivalCompareParams(BaseModel):
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
     min_effect: float = Field(ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
+    ci_level: CILevel = 0.95
+    n_boot: NBoot = 2000
     bootstrap_seed: Int = 0
 
     @model_validator(mode="after")
@@ -112,7 +115,7 @@ class CoxHazardRatioParams(BaseModel):
     treated: str
     direction: Literal["less", "greater"]
     min_effect: float = Field(0.2, ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
+    ci_level: CILevel = 0.95
 
     @model_validator(mode="after")
     def _check(self) -> CoxHazardRatioParams:
@@ -159,8 +162,8 @@ class ScalarCompareParams(BaseModel):
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
     min_effect: float | None = Field(None, ge=0)
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
+    ci_level: CILevel = 0.95
+    n_boot: NBoot = 2000
     bootstrap_seed: Int = 0
     censored: CensoredPolicy = "as_budget"
 
@@ -199,8 +202,8 @@ class ValueParams(BaseModel):
     target: float
     tol: float = Field(ge=0)
     statistic: Literal["mean", "median"] = "mean"
-    ci_level: float = Field(0.95, gt=0, lt=1)
-    n_boot: Int = Field(2000, ge=100)
+    ci_level: CILevel = 0.95
+    n_boot: NBoot = 2000
     bootstrap_seed: Int = 0
     censored: CensoredPolicy = "refuse"
 
@@ -297,7 +300,7 @@ class ProportionParams(BaseModel):
     method: Literal["wilson", "beta"] = "beta"
     direction: Literal["greater", "less"]
     threshold: float = Field(ge=0, le=1)
-    ci_level: float = Field(0.95, gt=0, lt=1)
+    ci_level: CILevel = 0.95
 
     @model_validator(mode="after")
     def _check(self) -> ProportionParams:
@@ -333,7 +336,7 @@ class CorrelationParams(BaseModel):
     method: Literal["spearman", "pearson"] = "spearman"
     direction: Literal["positive", "negative"]
     min_effect: float = Field(ge=0, lt=1)
-    ci_level: float = Field(0.95, gt=0, lt=1)
+    ci_level: CILevel = 0.95
     censored: CensoredPolicy = "as_budget"
 
     @field_validator("x", "y", mode="before")
