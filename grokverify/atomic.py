@@ -33,3 +33,12 @@ def write_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def probe_writable(folder: Path) -> None:
+    """Create `folder` if needed and write and remove a file in it, as a run will later: a
+    folder that cannot take files fails here, before any training (OSError raised)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.")
+    os.close(fd)
+    os.unlink(probe)

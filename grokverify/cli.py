@@ -1,14 +1,21 @@
 """Command line: `grokverify run | validate | schema`.
 
 Exit codes: 0 success, 1 a run that could not complete (cluster unreachable, missing
-resources, store unwritable), 2 a bad claim or bad arguments.
+resources, store or reports unwritable), 2 a bad claim or bad arguments, 130 interrupted by
+Ctrl-C (SIGINT), 143 stopped by SIGTERM. An interrupted run keeps every finished chunk in the
+store and releases its locks; rerunning continues where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
+import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +23,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from grokverify.catalog.limits import MAX_SEEDS
 from grokverify.verdict import format_ci, format_number
 
 if TYPE_CHECKING:
-    from grokverify.outcome import ClaimRun
+    from grokverify.budget import Limits
+    from grokverify.outcome import ClaimRun, RunOptions
+    from grokverify.spec import LoadedClaim
     from grokverify.stats import CriterionResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM
 _VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "PARTIAL": "bold yellow",
                   "INCONCLUSIVE": "bold yellow"}
 
@@ -49,6 +60,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="CPU threads per trial (Ray task, or the local executor's one "
                           "process); each thread trains its own shard of the trial's seeds")
     run.add_argument("--gpus-per-task", type=float, default=1.0)
+    run.add_argument("--dry-run", action="store_true",
+                     help="check the claims, the limits and the paths, say what would be "
+                          "trained, and train nothing")
+    run.add_argument("--max-trial-memory", type=float, default=None, metavar="GIB",
+                     help="refuse a trial estimated to need more memory (default "
+                          f"{_default_limits()[0]:g} GiB); raise it on big machines")
+    run.add_argument("--max-trial-flops", type=float, default=None, metavar="FLOPS",
+                     help="refuse a trial estimated to need more arithmetic (default "
+                          f"{_default_limits()[1]:.0e})")
 
     val = sub.add_parser("validate", help="check claim files without running them")
     val.add_argument("claims", nargs="+", type=Path)
@@ -74,9 +94,44 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _default_limits() -> tuple[float, float]:
+    from grokverify.budget import DEFAULT_LIMITS, GIB
+
+    return DEFAULT_LIMITS.max_trial_bytes / GIB, DEFAULT_LIMITS.max_trial_flops
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    from grokverify.budget import DEFAULT_LIMITS, GIB
+
+    memory = DEFAULT_LIMITS.max_trial_bytes if args.max_trial_memory is None \
+        else int(args.max_trial_memory * GIB)
+    flops = DEFAULT_LIMITS.max_trial_flops if args.max_trial_flops is None \
+        else args.max_trial_flops
+    return replace(DEFAULT_LIMITS, max_trial_bytes=memory, max_trial_flops=flops)
+
+
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with `run`'s options, checked before any claim is read (exit 2)."""
+    from grokverify.execute import address_problem
+
+    positive = {"--seeds": args.seeds, "--chunk-size": args.chunk_size,
+                "--cpus-per-task": args.cpus_per_task}
+    for flag, value in positive.items():
+        if value is not None and value < 1:
+            return f"{flag} must be >= 1 (got {value})"
+    if args.seeds is not None and args.seeds > MAX_SEEDS:
+        return f"--seeds must be <= {MAX_SEEDS} (got {args.seeds}), the bound a claim has too"
+    finite = {"--gpus-per-task": args.gpus_per_task, "--max-trial-memory": args.max_trial_memory,
+              "--max-trial-flops": args.max_trial_flops}
+    for flag, number in finite.items():
+        if number is not None and not (math.isfinite(number) and number > 0):
+            return f"{flag} must be a positive number (got {number:g})"
+    return address_problem(args.address) if args.address is not None else None
+
+
 def _title(run: ClaimRun) -> str:
     paper = run.loaded.claim.scales[run.scale].paper_setting
-    return f"{run.loaded.claim.id} — scale {run.scale}" + (
+    return escape(f"{run.loaded.claim.id} — scale {run.scale}") + (
         "" if paper else " (NOT the paper's setting)")
 
 
@@ -97,9 +152,9 @@ def _arms_table(run: ClaimRun) -> Table:
     for _, arm in rows:
         labels += [k for k in arm.columns if k not in labels]
     for col in ("member", "arm", "left out", *labels):
-        table.add_column(col)
+        table.add_column(escape(col))
     for member, arm in rows:
-        table.add_row(member or "—", arm.name, str(sum(arm.excluded.values())),
+        table.add_row(escape(member) or "—", escape(arm.name), str(sum(arm.excluded.values())),
                       *(_cell(arm.columns[k]) if k in arm.columns else "—" for k in labels))
     return table
 
@@ -114,44 +169,88 @@ def _print_run(run: ClaimRun, console: Console) -> None:
     console.print(_arms_table(run))
     style = _VERDICT_STYLE[run.verdict.value]
     if run.family is None:
-        console.print(f"[{style}]{run.verdict.value}[/{style}]  {_effect_line(run.result)}")
+        console.print(f"[{style}]{run.verdict.value}[/{style}]  "
+                      f"{escape(_effect_line(run.result))}")
     else:
         for m in run.family.members:
-            console.print(f"  {m.member}: {m.verdict.value}  {_effect_line(m.result)}")
+            console.print(f"  {escape(m.member)}: {m.verdict.value}  "
+                          f"{escape(_effect_line(m.result))}")
         console.print(f"[{style}]{run.verdict.value}[/{style}]  family of "
                       f"{len(run.family.members)} ({run.family.correction} correction)")
-    console.print(f"  {run.reason}")
+    console.print(f"  {escape(run.reason)}")
     console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
-                  f"report: {run.report_dir / 'report.md'}")
+                  f"report: {escape(str(run.report_dir / 'report.md'))}")
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import ExecutionError
-    from grokverify.pipeline import RunOptions, run_claims
+    from grokverify.pipeline import RunOptions, device_for, run_claims
+    from grokverify.preflight import PathProblem, claim_problems, path_problems
     from grokverify.spec import load_claim
     from grokverify.store import StoreError
 
-    if args.seeds is not None and args.seeds < 1:
-        console.print("[red]--seeds must be >= 1[/red]")
+    problem = _argument_problem(args)
+    if problem:
+        print(f"grokverify run: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.chunk_size < 1:
-        console.print("[red]--chunk-size must be >= 1[/red]")
-        return EXIT_BAD_INPUT
-    claims = [load_claim(path) for path in args.claims]
+    limits = _limits(args)
+    claims = _load_all(args.claims, lambda path: load_claim(path, limits=limits))
     opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
                       executor=args.executor, address=args.address, device=args.device,
                       chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
                       gpus_per_task=args.gpus_per_task)
     try:
+        device = device_for(opts)
+        claim_problems(claims, opts, limits, device)
+        path_problems(claims, opts)
+        if args.dry_run:
+            return _dry_run(claims, opts, device, limits, console)
         runs = run_claims(claims, opts, console)
-    except (ExecutionError, StoreError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+    except (ExecutionError, StoreError, PathProblem) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         return EXIT_RUN_FAILED
     except OSError as exc:
-        console.print(f"[red]error:[/red] {exc.strerror or exc}: {exc.filename or ''}")
+        console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}: "
+                      f"{escape(str(exc.filename or ''))}")
         return EXIT_RUN_FAILED
     for run in runs:
         _print_run(run, console)
+    return EXIT_OK
+
+
+def _load_all(paths: list[Path], load: Callable[[Path], LoadedClaim]) -> list[LoadedClaim]:
+    """Every claim file, with the problems of all of them in one error (so one run reports every
+    bad file at once, and none is trained while another is bad)."""
+    from grokverify.yamlio import SpecError
+
+    loaded, problems = [], []
+    for path in paths:
+        try:
+            loaded.append(load(path))
+        except SpecError as exc:
+            problems += exc.problems
+    if problems:
+        raise SpecError(problems)
+    return loaded
+
+
+def _dry_run(claims: list[LoadedClaim], opts: RunOptions, device: str, limits: Limits,
+             console: Console) -> int:
+    from grokverify.budget import GIB
+    from grokverify.preflight import plan_run
+
+    for p in plan_run(claims, opts, device):
+        setting = "the paper's setting" if p.paper_setting else "NOT the paper's setting"
+        console.print(f"{p.claim_id}, scale {p.scale} ({setting}): {p.arms} arm(s) × "
+                      f"{p.seeds_per_arm} seed(s); {p.stored} stored, {p.to_train} to train in "
+                      f"{p.trials} trial(s) on {device}", markup=False, highlight=False)
+        if p.trials:
+            console.print(f"  largest trial: about {p.trial_bytes / GIB:.3g} GiB and "
+                          f"{p.trial_flops:.3g} flops (limits {limits.max_trial_bytes / GIB:g} "
+                          f"GiB, {limits.max_trial_flops:.3g} flops)", markup=False,
+                          highlight=False)
+    console.print(f"dry run: nothing trained; the store {opts.store} and the report folders "
+                  f"under {opts.reports} can be written", markup=False, highlight=False)
     return EXIT_OK
 
 
@@ -223,25 +322,35 @@ def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_store(args: argparse.Namespace, console: Console) -> int:
-    from grokverify.store import Store, verify
+    """`store verify`: one line per finding (its kind, where, why), then the counts; exit 1
+    when anything is found (docs/store.md, "Integrity and threat model")."""
+    from grokverify.store import RECORD_DAMAGE, Store, verify
 
     if not args.store.is_dir():
         console.print(f"[red]error:[/red] no store at {args.store}")
         return EXIT_RUN_FAILED
     report = verify(Store(args.store))
-    for path, why in report.corrupt:
-        console.print(f"[red]corrupt[/red]  {path}: {why}")
-    for path, why in report.orphaned:
-        console.print(f"[yellow]orphaned[/yellow] {path}: {why}")
+    for found in report.findings:
+        style = "red" if found.kind in RECORD_DAMAGE else "yellow"
+        console.print(f"[{style}]{found.kind}[/{style}] {escape(found.path)}: {escape(found.why)}")
     console.print(f"{report.ok} record(s) ok ({report.other_version} from another results "
-                  f"version or torch, "
-                  f"kept but not reused), {len(report.corrupt)} corrupt, "
-                  f"{len(report.orphaned)} orphaned")
-    return EXIT_RUN_FAILED if report.corrupt or report.orphaned else EXIT_OK
+                  f"version or torch, kept but not reused), {len(report.corrupt)} corrupt, "
+                  f"{len(report.orphaned)} orphaned or stray, {len(report.log_problems)} log "
+                  f"problem(s)")
+    return EXIT_RUN_FAILED if report.findings else EXIT_OK
 
 
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
              "store": _cmd_store, "plan": _cmd_plan}
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so the same cleanup
+    runs (locks released, Ray shut down, its temporary folder removed) and the exit is clean."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,14 +358,23 @@ def main(argv: list[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     console = Console(stderr=False, soft_wrap=True)
+    in_main = threading.current_thread() is threading.main_thread()  # else signal() refuses
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
+    stopped = "seeds finished so far are in the store; rerun to continue"
     try:
         return _COMMANDS[args.command](args, console)
     except SpecError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("interrupted; finished chunks are in the store", file=sys.stderr)
-        return 130
+        print(f"interrupted (Ctrl-C): {stopped}", file=sys.stderr)
+        return EXIT_SIGINT
+    except Terminated:
+        print(f"stopped by SIGTERM: {stopped}", file=sys.stderr)
+        return EXIT_SIGTERM
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

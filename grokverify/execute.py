@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 import platform
 import secrets
+import shutil
+import signal
 import socket
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -85,6 +89,8 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
 class Executor(Protocol):
     device: str
 
+    def describe(self) -> str: ...
+
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None: ...
 
     def close(self) -> None: ...
@@ -96,6 +102,9 @@ class LocalExecutor:
 
     device: str = "cpu"
     threads: int = 1
+
+    def describe(self) -> str:
+        return f"this process ({self.threads} thread(s)), device {self.device}"
 
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
         done = 0
@@ -115,14 +124,25 @@ class LocalExecutor:
         pass
 
 
+def address_problem(address: str) -> str | None:
+    """What is wrong with an --address value, or None: checked before anything starts, so a
+    malformed address is an argument error (exit 2), not a failed run."""
+    if address == "auto":
+        return None
+    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"--address {address!r}: expected host:port or ray://host:port (or auto)"
+    return None
+
+
 def _check_reachable(address: str, timeout: float = 3.0) -> None:
     """A dead address makes ray.init hang for minutes; a plain TCP connect fails in seconds."""
     if address == "auto":
         return
-    hostport = address.split("://", 1)[-1].rstrip("/")
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise ExecutionError(f"--address {address!r}: expected host:port or ray://host:port")
+    problem = address_problem(address)
+    if problem:
+        raise ExecutionError(problem)
+    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
@@ -145,15 +165,29 @@ class RayExecutor:
 
         self.ray, self.device, self.cpus_per_task = ray, device, cpus_per_task
         self.gpus_per_task = gpus_per_task if device.startswith("cuda") else 0.0
-        if address is None:
-            self._tmp = tempfile.mkdtemp(prefix="gv-ray-", dir="/tmp")
-            ray.init(address="local", num_cpus=num_cpus or os.cpu_count(),
-                     object_store_memory=256 * 1024**2, include_dashboard=False,
-                     _temp_dir=self._tmp, log_to_driver=False, logging_level="ERROR")
-        else:
-            _check_reachable(address)
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        self._check_resources()
+        self.address = address
+        self._tmp: str | None = None
+        try:  # a signal or error while Ray starts must still shut down what did start
+            with _sigterm_held():
+                if address is None:
+                    self._tmp = tempfile.mkdtemp(prefix="gv-ray-", dir="/tmp")
+                    ray.init(address="local", num_cpus=num_cpus or os.cpu_count(),
+                             object_store_memory=256 * 1024**2, include_dashboard=False,
+                             _temp_dir=self._tmp, log_to_driver=False, logging_level="ERROR")
+                else:
+                    _check_reachable(address)
+                    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            self._check_resources()
+        except BaseException:
+            self.close()
+            raise
+
+    def describe(self) -> str:
+        """Where trials run, as the cluster reports it (said only once Ray is up)."""
+        have = self.ray.cluster_resources()
+        where = "a local Ray" if self.address is None else f"the Ray cluster at {self.address}"
+        return (f"{where} ({have.get('CPU', 0):g} CPU, {have.get('GPU', 0):g} GPU), "
+                f"device {self.device}")
 
     def _check_resources(self) -> None:
         """A task asking for more than any node has waits forever, silently: refuse now."""
@@ -161,7 +195,6 @@ class RayExecutor:
         wants = {"CPU": float(self.cpus_per_task), "GPU": self.gpus_per_task}
         for name, amount in wants.items():
             if amount > 0 and have.get(name, 0.0) < amount:
-                self.close()
                 raise ExecutionError(
                     f"each trial asks for {amount:g} {name}, but the Ray cluster has "
                     f"{have.get(name, 0.0):g}; use --device cpu or a cluster with {name}s")
@@ -178,7 +211,8 @@ class RayExecutor:
         done_steps = 0
         try:
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                with _unwrapped_signals():
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                 for ref in ready:
                     trial = pending.pop(ref)
                     try:
@@ -202,6 +236,41 @@ class RayExecutor:
     def close(self) -> None:
         if self.ray.is_initialized():
             self.ray.shutdown()
+        if self._tmp is not None:  # the session folder of the Ray this run started
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+@contextmanager
+def _unwrapped_signals() -> Iterator[None]:
+    """A signal handler's exception (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM) raised while
+    Ray's Cython wait runs comes out as a SystemError caused by it: re-raise the cause."""
+    try:
+        yield
+    except SystemError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, BaseException) and not isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
+@contextmanager
+def _sigterm_held() -> Iterator[None]:
+    """ray.init installs its own SIGTERM handlers in the driver (a Python one that exits 15, a
+    C one that prints a stack and aborts, exit 134). Hold SIGTERM while Ray starts, then put
+    back the handler the CLI set and let a held signal through to it, so SIGTERM always ends a
+    run the same clean way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGTERM)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def resolve_device(requested: str) -> str:

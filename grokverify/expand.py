@@ -57,8 +57,9 @@ def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
 
 def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size: int,
                    device_type: str) -> list[Trial]:
-    """Seeds whose records are missing, in chunks of at most chunk_size per arm. Arms with the
-    same resolved experiment share records, so a seed is scheduled once."""
+    """Seeds without a sound record (missing, or damaged: `Store.has` checks each record's
+    digest), in chunks of at most chunk_size per arm. Arms with the same resolved experiment
+    share records, so a seed is scheduled once."""
     trials: list[Trial] = []
     scheduled: set[str] = set()
     env = tuple(environment(device_type).items())

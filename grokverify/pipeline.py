@@ -25,10 +25,10 @@ from grokverify.stats import CRITERIA
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.store import Store
 
-__all__ = ["ClaimRun", "RunOptions", "analyse", "run_claims", "seeding"]
+__all__ = ["ClaimRun", "RunOptions", "analyse", "device_for", "run_claims", "seeding"]
 
 
-def _device_for(opts: RunOptions) -> str:
+def device_for(opts: RunOptions) -> str:
     if opts.executor == "ray" and opts.address is not None and opts.device != "cpu":
         # The driver of a remote cluster need not have the GPU; the executor checks the cluster.
         return "cuda" if opts.device in ("auto", "cuda") else opts.device
@@ -63,10 +63,10 @@ class _Trainer:
                    TextColumn("{task.fields[running]} running"), TimeElapsedColumn(),
                    TextColumn("ETA"), TimeRemainingColumn()]
         start = time.perf_counter()
-        self.console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on "
-                           f"{self.device} via {self.opts.executor}[/dim]")
         if self.executor is None:
             self.executor = _make_executor(self.opts, self.device)
+        self.console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on "
+                           f"{self.executor.describe()}[/dim]")
         with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
@@ -130,6 +130,11 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
                 for key in trial.keys:
                     if not store.has(key):
                         store.unlock(key)
+        unsound = [k for t in mine for k in t.keys if not store.has(k)]
+        if unsound:  # retraining would write it again, and again: stop instead
+            why = store.damaged.get(unsound[0], "gone")
+            raise ExecutionError(f"record {store.path_for(unsound[0])} does not read back sound "
+                                 f"right after it was written ({why}); is the disk failing?")
         for trial in mine:
             trained[trial.claim_id] = trained.get(trial.claim_id, 0) + len(trial.seeds)
         if others:
@@ -143,6 +148,19 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
                   for t in trials]
         trials = [t for t in trials if t.seeds]
     return walls, trained
+
+
+def _say_damaged(store: Store, runs: list[ClaimRun], console: Console) -> None:
+    """Name each damaged record that planning found: it reads as absent, so it is retrained
+    (overwritten), never reused."""
+    news = store.newly_damaged()
+    if not news:
+        return
+    where = {k: f"{run.loaded.claim.id} {p.member + '/' if p.member else ''}{p.arm} seed {s}"
+             for run in runs for p in run.plans for s, k in zip(p.seeds, p.keys, strict=True)}
+    for key, why in news.items():
+        console.print(f"damaged record {where.get(key, key)} ({store.path_for(key)}): {why}; "
+                      f"retraining it", style="yellow", markup=False, highlight=False)
 
 
 def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
@@ -213,7 +231,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
         if opts.scale not in loaded.claim.scales:
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
                                  f"{sorted(loaded.claim.scales)}")
-    device = _device_for(opts)
+    device = device_for(opts)
     _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
     store = Store(opts.store)
     start = time.perf_counter()
@@ -229,6 +247,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
                 run.plans = plan_arms(run.loaded, opts.scale, device, look.n)
                 trials.extend(pending_trials(run.loaded.claim.id, run.plans, store,
                                              opts.chunk_size, device.split(":")[0]))
+            _say_damaged(store, open_runs, console)
             if trials:
                 store.check_writable()
             walls, trained = _train_claimed(trials, trainer, store, console)

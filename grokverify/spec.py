@@ -13,22 +13,24 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from grokverify.budget import DEFAULT_LIMITS, Limits, check
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.catalog.interventions import EVAL_CURVES, INTERVENTION_SPECS, InterventionSpec
+from grokverify.catalog.limits import MAX_BATCH, MAX_FACTOR, MAX_P, MAX_SEEDS, MAX_SKEW, MAX_STEPS
 from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, names_of_kind
 from grokverify.catalog.metrics import MetricSpec as _Metric
 from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
 from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
 from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
 from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
-from grokverify.specbase import Int, StrictModel
+from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
 # ---------------------------------------------------------------- experiment
@@ -38,19 +40,21 @@ class TaskSpec(StrictModel):
     """An arithmetic task and how its pairs are split."""
 
     op: str = Field(description="operation: add, sub, mul, div, sq_sum")
-    p: Int = Field(ge=2, description="operands are 0..p-1; the modulus when modular")
+    p: Int = Field(ge=2, le=MAX_P, description="operands are 0..p-1; the modulus when modular")
     modular: bool = Field(True, description="labels mod p; otherwise the raw result")
     unordered: bool = Field(False, description="keep only pairs a <= b (paper 2's toy)")
-    train_frac: float = Field(gt=0, le=1, description="fraction of all pairs used for training")
-    test_frac: float | None = Field(
+    train_frac: Float = Field(gt=0, le=1, description="fraction of all pairs used for training")
+    test_frac: Float | None = Field(
         None, gt=0, le=1,
         description="fraction of all pairs held out at random as the validation set before the "
                     "training pairs are drawn (paper 1: 0.2); null: validate on every pair not "
                     "in training (paper 2)")
     split: str = Field("random",
                        description="how training pairs are drawn: random, uniform, skewed")
-    skew: float = Field(3.0, gt=0, description="skewed split: weight exp(-skew * a / p)")
-    split_seed: Int | None = Field(None, description="fix the split for every seed; null: per seed")
+    skew: Float = Field(3.0, gt=0, le=MAX_SKEW,
+                        description="skewed split: weight exp(-skew * a / p)")
+    split_seed: RngSeed | None = Field(None,
+                                       description="fix the split for every seed; null: per seed")
 
     @field_validator("op")
     @classmethod
@@ -78,15 +82,16 @@ class TaskSpec(StrictModel):
 
 class OptimizerSpec(StrictModel):
     name: str = Field(description="adam, adamw or sgd")
-    lr: float = Field(gt=0)
-    betas: tuple[float, float] | None = Field(
+    lr: Float = Field(gt=0)
+    betas: tuple[Float, Float] | None = Field(
         None, description="adam/adamw only; null: torch's default (0.9, 0.999)")
-    eps: float = Field(1e-8, gt=0)
-    momentum: float = Field(0.0, ge=0, lt=1, description="sgd only")
+    eps: Float = Field(1e-8, gt=0)
+    momentum: Float = Field(0.0, ge=0, lt=1, description="sgd only")
     nesterov: bool = False
-    weight_decay: float = Field(0.0, ge=0)
-    emb_lr_mult: float = Field(1.0, gt=0, description="c: embedding lr = c * lr (Adam-LR)")
-    emb_weight_decay: float | None = Field(None, ge=0, description="null: same as weight_decay")
+    weight_decay: Float = Field(0.0, ge=0)
+    emb_lr_mult: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                               description="c: embedding lr = c * lr (Adam-LR)")
+    emb_weight_decay: Float | None = Field(None, ge=0, description="null: same as weight_decay")
 
     @field_validator("name")
     @classmethod
@@ -121,11 +126,13 @@ class OptimizerSpec(StrictModel):
 
 
 class TrainingSpec(StrictModel):
-    steps: Int = Field(gt=0, description="training budget in optimizer steps")
-    batch_size: Int | None = Field(None, gt=0, description="null: full batch")
-    eval_interval: Int = Field(gt=0, description="steps between evaluations")
-    train_threshold: float = Field(0.99, ge=0, le=1, description="τ_train on train accuracy")
-    val_threshold: float = Field(0.95, ge=0, le=1, description="τ_val on validation accuracy")
+    steps: Int = Field(gt=0, le=MAX_STEPS, description="training budget in optimizer steps")
+    batch_size: Int | None = Field(
+        None, gt=0, le=MAX_BATCH,
+        description="null: full batch; at most the split's training pairs (checked at load)")
+    eval_interval: Int = Field(gt=0, le=MAX_STEPS, description="steps between evaluations")
+    train_threshold: Float = Field(0.99, ge=0, le=1, description="τ_train on train accuracy")
+    val_threshold: Float = Field(0.95, ge=0, le=1, description="τ_val on validation accuracy")
     early_stop: bool = Field(
         True, description="freeze a seed's record once both thresholds are reached")
 
@@ -221,9 +228,9 @@ class SeedsSpec(StrictModel):
     round whose verdict is SUPPORTED or REFUTED, each round's CI at the level an alpha-spending
     rule allows, so the overall error rates stay at the criterion's declared level."""
 
-    min: Int = Field(ge=2)
-    max: Int = Field(ge=2)
-    step: Int = Field(ge=1)
+    min: Int = Field(ge=2, le=MAX_SEEDS)
+    max: Int = Field(ge=2, le=MAX_SEEDS)
+    step: Int = Field(ge=1, le=MAX_SEEDS)
     spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
 
     @model_validator(mode="after")
@@ -238,16 +245,17 @@ class SeedsSpec(StrictModel):
 
 
 Seeds = int | SeedsSpec
+SeedCount = Annotated[Int, Field(ge=1, le=MAX_SEEDS)]
 
 
 class ScaleSpec(StrictModel):
     description: str = Field(min_length=1)
     paper_setting: bool = Field(False, description="true only when this is the paper's setting")
-    seeds: Annotated[Int, Field(ge=1)] | SeedsSpec | None = Field(
+    seeds: SeedCount | SeedsSpec | None = Field(
         None, description="seed count (or sequential rounds) at this scale")
     overrides: dict[str, Any] = Field(default_factory=dict, description="partial experiment")
-    arms: dict[str, dict[str, Any]] = Field(default_factory=dict,
-                                            description="per-arm partial experiments")
+    arms: dict[Name, dict[str, Any]] = Field(default_factory=dict,
+                                             description="per-arm partial experiments")
 
 
 class FamilySpec(StrictModel):
@@ -255,7 +263,7 @@ class FamilySpec(StrictModel):
 
     correction: Literal["holm", "bonferroni", "none"] = Field(
         "holm", description="statsmodels multipletests method applied across members")
-    members: dict[str, dict[str, Any]] = Field(
+    members: dict[Name, dict[str, Any]] = Field(
         description="member name -> partial experiment applied to every arm (at least 2)")
 
     @field_validator("members")
@@ -269,15 +277,15 @@ class FamilySpec(StrictModel):
 
 
 class Claim(StrictModel):
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    id: Id
     title: str = Field(min_length=1)
     statement: str = Field(min_length=1)
     source: SourceSpec
     base: ExperimentSpec
-    arms: dict[str, dict[str, Any]] = Field(min_length=1,
-                                            description="arm name -> partial experiment")
-    scales: dict[str, ScaleSpec]
-    seeds: Annotated[Int, Field(ge=1)] | SeedsSpec = Field(
+    arms: dict[Name, dict[str, Any]] = Field(min_length=1,
+                                             description="arm name -> partial experiment")
+    scales: dict[Name, ScaleSpec]
+    seeds: SeedCount | SeedsSpec = Field(
         description="seeds 0..n-1 per arm, or {min, max, step} for sequential rounds")
     metric: MetricSpec = Field(description="the per-seed quantity judged: a time to an event "
                                            "or a value read off a curve")
@@ -317,13 +325,47 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 SINGLE = ""  # the one member of a claim without a family
 
 Units = dict[str, dict[str, ExperimentSpec]]  # member -> arm -> experiment
+Unit = tuple[str, str, str, ExperimentSpec]  # scale, member, arm, experiment
 
 
 class LoadedClaim:
-    """A validated claim with every scale × member × arm resolved to an ExperimentSpec."""
+    """A validated claim with every scale × member × arm resolved to an ExperimentSpec, and the
+    line of every key of its file (for problems found after loading: `grokverify.budget`)."""
 
-    def __init__(self, claim: Claim, path: Path, units: dict[str, Units]):
-        self.claim, self.path, self.units = claim, path, units
+    def __init__(self, claim: Claim, path: Path, units: dict[str, Units], lines: LineMap):
+        self.claim, self.path, self.units, self.lines = claim, path, units, lines
+
+    def source(self, scale: str, member: str, arm: str, field: Path_) -> Path_:
+        """Where the claim sets `field` (a path in the experiment, e.g. ("task", "p")) for this
+        scale, member and arm: the most specific override that writes it, else base."""
+        return _source(self.lines, _override_sources(scale, member, arm), field)
+
+    def max_seeds(self, scale: str) -> int:
+        """The most seeds per arm the scale runs (a sequential design's max)."""
+        seeds = self.scale_seeds(scale)
+        return seeds if isinstance(seeds, int) else seeds.max
+
+    def experiments(self, scales: Iterable[str] | None = None) -> Iterator[Unit]:
+        """(scale, member, arm, experiment) of every unit at `scales` (default: all)."""
+        for scale in self.units if scales is None else scales:
+            for member, arms in self.units[scale].items():
+                for arm, exp in arms.items():
+                    yield scale, member, arm, exp
+
+    def unit_problems(self, found: Iterable[tuple[str, str, str, Path_, str]]) -> list[Problem]:
+        """Problems of resolved units, (scale, member, arm, experiment field, message): one per
+        claim field that sets the field (the most specific override that writes it), naming
+        the first unit it fails at and how many more."""
+        units: dict[Path_, tuple[str, list[str]]] = {}
+        for scale, member, arm, field, message in found:
+            where = self.source(scale, member, arm, field)
+            words = f"scale {scale!r}, " + (f"member {member!r}, " if member else "") + \
+                f"arm {arm!r}"
+            units.setdefault(where, (message, []))[1].append(words)
+        return [Problem(str(self.path), self.lines.line_of(where), dotted(where),
+                        f"{message} (at {at[0]}" + (f", and {len(at) - 1} more)" if len(at) > 1
+                                                    else ")"))
+                for where, (message, at) in units.items()]
 
     @property
     def resolved(self) -> dict[str, dict[str, ExperimentSpec]]:
@@ -346,6 +388,14 @@ def _override_sources(scale: str, member: str, arm: str) -> list[Path_]:
             ("scales", scale, "overrides"), ("base",)]
 
 
+def _source(lines: LineMap, sources: list[Path_], field: Path_) -> Path_:
+    """`field` under the first source that writes it (the last source when none does)."""
+    for source in sources:
+        if lines.has((*source, *field)) or source == sources[-1]:
+            return (*source, *field)
+    return field
+
+
 def _resolve(claim_data: dict[str, Any], scale: str, member: str, arm: str) -> dict[str, Any]:
     """base, then the scale's overrides, the family member, the arm, the scale's arm override."""
     scale_data = claim_data["scales"][scale]
@@ -356,8 +406,11 @@ def _resolve(claim_data: dict[str, Any], scale: str, member: str, arm: str) -> d
     return deep_merge(merged, (scale_data.get("arms") or {}).get(arm) or {})
 
 
-def load_claim(path: Path | str) -> LoadedClaim:
-    """Load, validate and resolve a claim file; raises SpecError listing every problem."""
+def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> LoadedClaim:
+    """Load, validate and resolve a claim file; raises SpecError listing every problem.
+
+    With `limits` (None: unchecked), one seed of every scale × member × arm must fit them
+    (`grokverify.budget.check`): a claim that could never run is refused when it loads."""
     path = Path(path)
     file = str(path)
     data, lines = load_yaml_file(path)
@@ -403,10 +456,24 @@ def load_claim(path: Path | str) -> LoadedClaim:
                             problems.append(problem)
     if problems:
         raise SpecError(problems)
-    problems += _curve_problems(claim, units, file, lines)
+    loaded = LoadedClaim(claim, path, units, lines)
+    problems += _curve_problems(claim, units, file, lines) + _batch_problems(loaded)
+    if not problems and limits is not None:
+        problems += check(loaded, limits)
     if problems:
         raise SpecError(problems)
-    return LoadedClaim(claim, path, units)
+    return loaded
+
+
+def _batch_problems(loaded: LoadedClaim) -> list[Problem]:
+    """A batch larger than the training set would silently train full batch: refused, at
+    every scale × member × arm (p and train_frac may differ between them)."""
+    return loaded.unit_problems(
+        (scale, member, arm, ("training", "batch_size"),
+         f"batch_size {exp.training.batch_size} exceeds the {n_train} training pairs of this "
+         f"split (p {exp.task.p}, train_frac {exp.task.train_frac:g}); use null for full batch")
+        for scale, member, arm, exp in loaded.experiments()
+        if (exp.training.batch_size or 0) > (n_train := split_sizes(exp.task)[1]))
 
 
 # ---------------------------------------------------------------- metric checks
@@ -586,24 +653,59 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
             message += f"; allowed here: {', '.join(allowed)}" if allowed else ""
         elif err["type"] == "missing":
             message = "required field is missing"
+        elif path and path[-1] == _KEY:
+            what = _KEY_WORDS.get(str(path[-3]) if len(path) > 2 else "", "key")
+            message = f"{what} {_shown(path[-2])}: {err['msg'].removeprefix('Value error, ')}"
         else:
             got = err.get("input")
             message = _MAPPING_WORDS.sub("a mapping", err["msg"].removeprefix("Value error, "))
             if isinstance(got, dict | list):
                 message += f" (got a {_kind(got)})" if err["type"].endswith("_type") else ""
             elif repr(got) not in message:
-                message += f" (got {got!r})"
+                message += f" (got {_shown(got)})"
             if err["type"] == "string_type" and isinstance(got, int | float | bool | date):
                 message += "; YAML read it as a number, boolean or date: put it in quotes"
+            if err["type"] in _NUMBER_ERRORS:
+                message += _number_hint(got)
         shown_path = (*prefix, *path)
         line = lines.line_of(shown_path)
-        for source in sources or []:
-            if lines.has((*source, *path)) or (source == sources[-1]):
-                shown_path = (*source, *path)
-                line = lines.line_of(_deepest_defined(lines, shown_path))
-                break
+        if sources:
+            shown_path = _source(lines, sources, path)
+            line = lines.line_of(_deepest_defined(lines, shown_path))
+        if path and path[-1] == _KEY:  # a mapping's key: name the mapping, show the key
+            line, shown_path = lines.line_of(shown_path[:-1]), shown_path[:-2]
         out.append(Problem(file, line, dotted(shown_path), message))
     return _merge_alternatives(out)
+
+
+_KEY = "[key]"  # pydantic's location of a mapping's key (an arm, scale or member name)
+_KEY_WORDS = {"arms": "arm name", "scales": "scale name", "members": "family member name"}
+_NUMBER_ERRORS = ("int_type", "float_type", "finite_number")
+
+
+def _shown(value: Any) -> str:
+    """repr of a value in a message, cut short (a 300-character id, a 400-digit number)."""
+    text = repr(value)
+    if len(text) <= 60:
+        return text
+    unit = "characters" if isinstance(value, str) else "digits"
+    return f"{text[:40]}... ({len(str(value))} {unit})"
+
+
+def _number_hint(got: Any) -> str:
+    """What YAML made of a value written where a number belongs, and how to write it."""
+    if isinstance(got, bool):
+        return ("; YAML reads an unquoted yes/no, on/off or true/false as a boolean: write a "
+                "number")
+    if isinstance(got, str):
+        try:
+            float(got)
+        except ValueError:
+            return ""
+        return "; YAML reads a quoted number as a string: remove the quotes"
+    if isinstance(got, float):
+        return "; YAML's .inf and .nan, and numbers too large for a float (1e400), are refused"
+    return ""
 
 
 # discriminator -> (what it names, registry of its values), for the tagged unions above; a

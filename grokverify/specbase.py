@@ -1,14 +1,50 @@
-"""The base of every spec model: unknown keys are errors, never silently ignored."""
+"""The base of every spec model, and the field types they share: unknown keys are errors, never
+silently ignored, and a number or a name is what it says it is (bounds:
+`grokverify.catalog.limits`)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Strict
+from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict
+
+from grokverify.catalog.limits import (
+    ID_MAX,
+    ID_PATTERN,
+    ID_WORDS,
+    MAX_RNG_SEED,
+    NAME_MAX,
+    NAME_PATTERN,
+    NAME_WORDS,
+)
 
 # An integer written as one: YAML's true/false or 3.0 are refused, not read as 1 or 3.
 Int = Annotated[int, Strict()]
+# A finite number written as one: an integer is taken (lr: 1), YAML's yes/on/true and a quoted
+# "0.1" are refused (not read as 1.0 and 0.1), and so are .inf, .nan and 1e400 (which YAML reads
+# as infinite): a non-finite setting trains, then breaks the store's JSON or the statistics.
+Float = Annotated[float, Strict(), AllowInfNan(False)]
+# A seed of a random generator given in a claim (numpy's and torch's take 0 .. 2³² - 1 alike).
+RngSeed = Annotated[Int, Field(ge=0, le=MAX_RNG_SEED)]
+
+
+def _name_check(pattern: re.Pattern[str], words: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"expected {words}")
+        return value
+    return AfterValidator(check)
+
+
+# A claim id (store keys, report folders and file names are made of it).
+Id = Annotated[str, _name_check(ID_PATTERN, ID_WORDS),
+               Field(json_schema_extra={"pattern": f"^{ID_PATTERN.pattern}$", "maxLength": ID_MAX})]
+# An arm, scale or family member name (report tables and headings are made of it).
+Name = Annotated[str, _name_check(NAME_PATTERN, NAME_WORDS),
+                 Field(json_schema_extra={"pattern": f"^{NAME_PATTERN.pattern}$",
+                                          "maxLength": NAME_MAX})]
 
 
 class StrictModel(BaseModel):

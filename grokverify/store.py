@@ -1,5 +1,5 @@
 """Content-addressed result store: one JSON record per (resolved experiment, seed, results
-version, torch version, device type, numerics).
+version, torch version, device type, numerics), each carrying a digest of its own content.
 
 A record's key hashes what determines a seed's result (docs/store.md): the resolved experiment
 (task, model, optimizer, training, probes, interventions), the seed, the engine's declared
@@ -8,30 +8,43 @@ version, the device type and the numerics tag (the pinned CPU kernels, or the ho
 record is reused exactly when rerunning would reproduce it, and a refactor or a comment in the
 engine does not re-key the store. Records are written to a temporary file in the same directory
 and renamed into place, so a reader never sees half a record.
+
+The key says nothing about the result, so each record also carries a digest of its whole content
+(result included), checked on every read: a record that fails (edited, truncated, unreadable, no
+digest) reads as absent, so a run retrains it instead of reusing it, and the store remembers it in
+`Store.damaged` so the run can say so. Every write appends a line to `log.jsonl`, against which
+`verify` cross-checks the records (docs/store.md, "Integrity and threat model").
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
-import tempfile
+import re
+import secrets
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from grokverify.atomic import write_atomic
+from grokverify.atomic import probe_writable, write_atomic
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.spec import ExperimentSpec
 
 STALE_AFTER_S = 6 * 3600  # a lock from another host older than this is taken over
 DEFAULT_STORE = Path(".grokverify") / "store"
+LOG_NAME = "log.jsonl"
 _ENGINE = Path(__file__).parent / "engine"
+_RECORD_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_LOCK_NAME = re.compile(r"[0-9a-f]{64}\.lock")
+_SHARD_NAME = re.compile(r"[0-9a-f]{2}")
 
 
 @cache
@@ -73,6 +86,14 @@ def record_key(exp: ExperimentSpec, seed: int, device_type: str) -> str:
     return hash_key(key_inputs(exp, seed, device_type))
 
 
+def content_digest(record: dict[str, Any]) -> str:
+    """The digest a record carries: SHA-256 of its canonical JSON without the digest field (as
+    parsed from disk, so writer and reader hash the same thing)."""
+    body = {k: v for k, v in record.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
 class StoreError(OSError):
     """The store cannot be used (unwritable, full); the CLI reports it and exits 1."""
 
@@ -88,31 +109,119 @@ def _pid_alive(pid: int) -> bool:
 
 
 @dataclass(frozen=True)
+class _Lock:
+    """One lock file as read through one open file: which file (inode) and what it held (None
+    when unreadable), so a takeover can tell the lock it judged from a successor's."""
+
+    inode: int
+    mtime: float
+    body: bytes | None
+
+
+def _read_lock(path: Path) -> _Lock | None:
+    """The lock at `path` (inode and body from one open file), or None when there is none."""
+    try:
+        try:
+            with path.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                return _Lock(st.st_ino, st.st_mtime, fh.read())
+        except PermissionError:  # judged by its age alone
+            st = path.stat()
+            return _Lock(st.st_ino, st.st_mtime, None)
+    except FileNotFoundError:
+        return None
+
+
+def _judge_stale(lock: _Lock) -> bool:
+    """A lock left by a dead process on this host (a crash, a SIGKILL) is stale; one from another
+    host, or one we cannot read, is honoured until it is STALE_AFTER_S old. A lock that is not
+    JSON was half written by an older grokverify whose writer died (locks are now created whole)."""
+    if lock.body is None:
+        return time.time() - lock.mtime > STALE_AFTER_S
+    try:
+        owner = json.loads(lock.body)
+        if owner.get("host") == platform.node():
+            return not _pid_alive(int(owner.get("pid", -1)))
+    except (ValueError, AttributeError, TypeError):
+        return True
+    return time.time() - lock.mtime > STALE_AFTER_S
+
+
+@dataclass(frozen=True)
 class Store:
     root: Path
+    # key -> why, for every record this process found damaged (read as absent, so retrained)
+    damaged: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _told: set[str] = field(default_factory=set, init=False, compare=False, repr=False)
 
     def path_for(self, key: str) -> Path:
         return self.root / "records" / key[:2] / f"{key}.json"
 
+    @property
+    def log_path(self) -> Path:
+        return self.root / LOG_NAME
+
     def has(self, key: str) -> bool:
-        return self.path_for(key).is_file()
+        """True only for a sound record (a damaged one is to be retrained)."""
+        return self.get(key) is not None
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The record, checked against its digest and key; None when absent or damaged (then
+        remembered in `damaged`)."""
         try:
-            return json.loads(self.path_for(key).read_text())
+            rec, _, why = read_record(self.path_for(key), key)
         except FileNotFoundError:
             return None
+        if rec is None:
+            self.damaged[key] = why
+        return rec
+
+    def newly_damaged(self) -> dict[str, str]:
+        """Damaged records found since the last call, so a run names each one once."""
+        news = {k: why for k, why in self.damaged.items() if k not in self._told}
+        self._told.update(news)
+        return news
 
     def check_writable(self) -> None:
         """Fail before any training when the store cannot take records."""
         try:
-            (self.root / "records").mkdir(parents=True, exist_ok=True)
-            (self.root / "locks").mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(dir=self.root, prefix=".probe.")
-            os.close(fd)
-            os.unlink(probe)
+            for folder in ("records", "locks"):
+                probe_writable(self.root / folder)
         except OSError as exc:
             raise StoreError(f"store {self.root} is not writable: {exc.strerror or exc}") from None
+
+    def put(self, key: str, record: dict[str, Any]) -> Path:
+        """Write the record with its key and digest (replacing any damaged one), then log it."""
+        path = self.path_for(key)
+        text = json.dumps({**record, "key": key}, sort_keys=True, allow_nan=False)
+        body = json.loads(text)  # what a reader will parse
+        body.pop("digest", None)  # a record copied from a store is digested afresh
+        digest = content_digest(body)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps({**body, "digest": digest}, sort_keys=True),
+                         fsync=True)
+        except OSError as exc:
+            raise StoreError(f"cannot write record {path}: {exc.strerror or exc}") from None
+        self._log({"time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   "key": key, "digest": digest, "seed": body.get("seed"),
+                   "results_version": body.get("results_version"), "host": platform.node()})
+        return path
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        """Append one line in one write (O_APPEND: whole lines from concurrent writers on a
+        local filesystem; a line is far below the size a write splits at)."""
+        line = (json.dumps(entry, sort_keys=True) + "\n").encode()
+        try:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                written = os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"cannot append to {self.log_path}: {exc.strerror or exc}") from None
+        if written != len(line):
+            raise StoreError(f"cannot append to {self.log_path}: short write (disk full?)")
 
     # ------------------------------------------------------------ locks (one per record key)
 
@@ -120,18 +229,20 @@ class Store:
         return self.root / "locks" / f"{key}.lock"
 
     def try_lock(self, key: str) -> bool:
-        """Claim a key for training: an exclusive lock file holding our host and pid. A lock
-        left by a dead process on this host (a crash, a SIGKILL) is stale and is taken over;
-        a lock from another host is honoured until it is STALE_AFTER_S old."""
+        """Claim a key for training: an exclusive lock file holding our host, pid and a random
+        token. A stale lock (`_judge_stale`) is taken over, by at most one process."""
         path = self.lock_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"host": platform.node(), "pid": os.getpid(), "time": time.time()})
-        for _ in range(2):
+        body = json.dumps({"host": platform.node(), "pid": os.getpid(), "time": time.time(),
+                           "token": secrets.token_hex(8)})
+        for _ in range(3):
             if self._create_whole(path, body):
                 return True
-            if not self._stale(path):
+            lock = _read_lock(path)
+            if lock is None:
+                continue  # released meanwhile
+            if not _judge_stale(lock) or not self._set_aside(path, lock):
                 return False
-            path.unlink(missing_ok=True)
         return False
 
     @staticmethod
@@ -139,8 +250,11 @@ class Store:
         """Create `path` holding `body`, or return False when it exists. The body is written to
         a private file first and hard-linked into place (atomic, and fails if the name exists),
         so no reader ever sees an empty or half-written lock: a lock read between its creation
-        and its write used to look unreadable, hence stale, and was taken over."""
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".lock.")
+        and its write used to look unreadable, hence stale, and was taken over. The private
+        file is created with the umask's permissions (not mkstemp's 0600) so that the other
+        users of a shared store can read, hence honour, the lock."""
+        tmp = path.with_name(f".lock.{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(body)
@@ -151,88 +265,231 @@ class Store:
             os.unlink(tmp)
         return True
 
-    def _stale(self, path: Path) -> bool:
+    @staticmethod
+    def _set_aside(path: Path, judged: _Lock) -> bool:
+        """Remove the stale lock `judged` so that only one of the processes that judged it stale
+        replaces it: each renames it to a private name (only one rename of that file succeeds)
+        and checks that what it moved is the lock it judged; a successor's fresh lock, moved by
+        a process that judged too late, is put back. Returns whether to try creating ours."""
+        aside = path.with_name(f".stale.{path.name}.{secrets.token_hex(8)}")
         try:
-            owner = json.loads(path.read_text())
-            age = time.time() - path.stat().st_mtime
-        except (OSError, ValueError):
-            return True  # unreadable or half-written lock: its writer died mid-write
-        if owner.get("host") == platform.node():
-            return not _pid_alive(int(owner.get("pid", -1)))
-        return age > STALE_AFTER_S
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return True  # another process moved it first; creating ours decides who wins
+        moved = _read_lock(aside)
+        if moved == judged:
+            aside.unlink()
+            return True
+        # Not ours to remove: put it back, unless a third process locked in the meantime
+        # (docs/store.md, "Locks": the cases that remain).
+        with contextlib.suppress(FileExistsError):
+            os.link(aside, path)
+        aside.unlink()
+        return False
 
     def unlock(self, key: str) -> None:
         self.lock_path(key).unlink(missing_ok=True)
 
     def locked_by_other(self, key: str) -> bool:
-        path = self.lock_path(key)
-        return path.exists() and not self._stale(path)
+        lock = _read_lock(self.lock_path(key))
+        return lock is not None and not _judge_stale(lock)
 
-    def put(self, key: str, record: dict[str, Any]) -> Path:
-        path = self.path_for(key)
-        body = json.dumps({**record, "key": key}, sort_keys=True, allow_nan=False)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, body, fsync=True)
-        except OSError as exc:
-            raise StoreError(f"cannot write record {path}: {exc.strerror or exc}") from None
-        return path
+
+def read_record(path: Path, key: str) -> tuple[dict[str, Any] | None, str, str]:
+    """(record, "", "") for a sound record filed at `path` under `key`, else (None, kind, why);
+    FileNotFoundError when there is none. One read, every check: the digest vouches for the
+    parsed content, and the bytes must be the ones `put` wrote (so no edit goes unseen, even
+    one that parses to the same values)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, "unreadable", f"unreadable ({getattr(exc, 'strerror', None) or exc})"
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, "invalid-json", (f"not valid JSON ({exc.msg} at line {exc.lineno} column "
+                                      f"{exc.colno}; truncated?)")
+    kind, why = _check_record(rec, key)
+    if not kind and text != json.dumps(rec, sort_keys=True):
+        kind, why = "reformatted", ("not the bytes its writer wrote, though it parses to what the "
+                                    "digest vouches for (reformatted, or a digit past float "
+                                    "precision edited)")
+    return (rec, "", "") if not kind else (None, kind, why)
+
+
+def _check_record(rec: Any, key: str) -> tuple[str, str]:
+    """("", "") for a sound record under `key`, else (kind, why). The structural checks come
+    first (they name what is wrong more precisely); the digest covers everything else."""
+    if not isinstance(rec, dict):
+        return "invalid-json", "not a JSON object"
+    if rec.get("key") != key:
+        return "key-mismatch", f"key field {rec.get('key')!r} differs from the file name"
+    try:
+        inputs = rec["key_inputs"]
+        exp = ExperimentSpec.model_validate(rec["experiment"])
+        summary = rec["result"]["summary"]
+        consistent = (hash_key(inputs) == key and inputs["experiment"] == exp.canonical()
+                      and inputs["seed"] == rec["seed"] == summary["seed"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return "invalid-record", f"missing or invalid field: {exc}"
+    if not consistent:
+        return "invalid-record", "content does not hash to its key (edited or corrupted)"
+    if "digest" not in rec:
+        return "no-digest", "no digest (written by an older grokverify)"
+    if rec["digest"] != content_digest(rec):
+        return "digest-mismatch", "content does not match its digest (edited or corrupted)"
+    return "", ""
+
+
+# ---------------------------------------------------------------- verify
+
+RECORD_DAMAGE = frozenset({"unreadable", "invalid-json", "key-mismatch", "invalid-record",
+                           "no-digest", "digest-mismatch", "reformatted",
+                           "changed-since-written"})
+LOG_PROBLEMS = frozenset({"bad-log", "unlogged", "no-log"})
+# every other kind is a leftover: temp-file, stale-lock, stray-file, unknown-dir
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    path: str
+    why: str
 
 
 @dataclass
 class VerifyReport:
     ok: int = 0
-    corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    orphaned: list[tuple[str, str]] = field(default_factory=list)
-    other_version: int = 0  # valid records of another results version or torch: kept, not reused
+    other_version: int = 0  # sound records of another results version or torch: kept, not reused
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, kind: str, path: Path | str, why: str) -> None:
+        self.findings.append(Finding(kind, str(path), why))
+
+    def _where(self, kinds: frozenset[str], inside: bool) -> list[tuple[str, str]]:
+        return [(f.path, f.why) for f in self.findings if (f.kind in kinds) is inside]
+
+    @property
+    def corrupt(self) -> list[tuple[str, str]]:
+        """Damaged records: (path, why)."""
+        return self._where(RECORD_DAMAGE, True)
+
+    @property
+    def log_problems(self) -> list[tuple[str, str]]:
+        return self._where(LOG_PROBLEMS, True)
+
+    @property
+    def orphaned(self) -> list[tuple[str, str]]:
+        """Everything else that is neither a sound record nor a live lock."""
+        return self._where(RECORD_DAMAGE | LOG_PROBLEMS, False)
 
 
 def verify(store: Store) -> VerifyReport:
-    """Re-hash every record from its own key inputs and list corrupt records and leftovers
-    (temporary files of interrupted writes, stale locks)."""
+    """Check every record (as a read does), cross-check it with the log, and list everything in
+    the store that is neither a sound record nor a live lock."""
     report = VerifyReport()
-    records = store.root / "records"
-    for path in sorted(records.rglob("*")) if records.is_dir() else []:
-        if path.is_dir():
+    logged = _read_log(store.log_path, report)
+    for entry in sorted(store.root.iterdir()):
+        if entry.name == "records" and entry.is_dir():
+            _verify_records(entry, logged, report)
+        elif entry.name == "locks" and entry.is_dir():
+            _verify_locks(entry, report)
+        elif entry.name == LOG_NAME and entry.is_file():
             continue
-        if path.name.startswith(".") and path.suffix == ".tmp":
-            report.orphaned.append((str(path), "temporary file of an interrupted write"))
-            continue
-        inputs, why = _check_record(path)
-        if inputs is None:
-            report.corrupt.append((str(path), why))
-            continue
-        report.ok += 1
-        if (inputs["results_version"], inputs["torch"]) != (RESULTS_VERSION, torch_version()):
-            report.other_version += 1
-    locks = store.root / "locks"
-    for path in sorted(locks.glob("*.lock")) if locks.is_dir() else []:
-        if store._stale(path):
-            report.orphaned.append((str(path), "lock of a process that is gone"))
+        elif entry.name.startswith(".probe."):
+            report.add("temp-file", entry, "probe of an interrupted writability check")
+        else:
+            _stray(entry, report)
+    if logged is None and report.ok:
+        report.add("no-log", store.log_path, f"missing, so {report.ok} record(s) cannot be "
+                   f"cross-checked (the log was deleted, or the records copied in)")
     return report
 
 
-def _check_record(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """(the record's key inputs, "") for a sound record, else (None, what is wrong): one read."""
+def _stray(path: Path, report: VerifyReport) -> None:
+    if path.is_dir() and not path.is_symlink():
+        report.add("unknown-dir", path, "a directory the store does not use")
+    else:
+        report.add("stray-file", path, "not part of the store")
+
+
+def _verify_records(records: Path, logged: dict[str, set[str]] | None,
+                    report: VerifyReport) -> None:
+    """Check records/<2 hex>/<key>.json, and that nothing else is there."""
+    for shard in sorted(records.iterdir()):
+        if not (shard.is_dir() and _SHARD_NAME.fullmatch(shard.name)):
+            _stray(shard, report)
+            continue
+        for path in sorted(shard.iterdir()):
+            if path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file():
+                report.add("temp-file", path, "temporary file of an interrupted write")
+            elif not (_RECORD_NAME.fullmatch(path.name) and path.is_file()):
+                _stray(path, report)
+            elif not path.name.startswith(shard.name):
+                report.add("key-mismatch", path, f"filed under records/{shard.name}, so never "
+                           f"read (a record's folder is its key's first two characters)")
+            else:
+                _verify_record(path, logged, report)
+
+
+def _verify_record(path: Path, logged: dict[str, set[str]] | None,
+                   report: VerifyReport) -> None:
+    """The checks every read makes, then the log's: the record's digest must be one logged."""
     try:
-        rec = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"unreadable: {exc}"
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at line {exc.lineno})"
+        rec, kind, why = read_record(path, path.stem)
+    except FileNotFoundError:
+        return  # deleted while we looked
+    if rec is None:
+        report.add(kind, path, why)
+        return
+    if logged is not None:
+        digests = logged.get(path.stem)
+        if digests is None:
+            report.add("unlogged", path, f"not in {LOG_NAME} (copied in from another store, "
+                       f"or its writer was killed between writing and logging it)")
+            return
+        if rec["digest"] not in digests:
+            report.add("changed-since-written", path, f"digest differs from every one {LOG_NAME} "
+                       f"logged for it (edited, and its digest rewritten)")
+            return
+    report.ok += 1
+    if (rec["results_version"], rec["key_inputs"]["torch"]) != (RESULTS_VERSION,
+                                                                 torch_version()):
+        report.other_version += 1
+
+
+def _verify_locks(locks: Path, report: VerifyReport) -> None:
+    for path in sorted(locks.iterdir()):
+        if path.name.startswith((".lock.", ".stale.")) and path.is_file():
+            report.add("temp-file", path, "left by an interrupted lock or lock takeover")
+        elif not (_LOCK_NAME.fullmatch(path.name) and path.is_file()):
+            _stray(path, report)
+        else:
+            lock = _read_lock(path)
+            if lock is not None and _judge_stale(lock):
+                report.add("stale-lock", path, "lock of a process that is gone")
+
+
+def _read_log(path: Path, report: VerifyReport) -> dict[str, set[str]] | None:
+    """Every digest the log recorded per key (None without a log). Any logged digest counts, not
+    just the last: two writers of one key may log in the other order than they renamed."""
     try:
-        inputs = rec["key_inputs"]
-        exp = ExperimentSpec.model_validate(rec["experiment"])
-        summary = rec["result"]["summary"]
-        same_experiment = inputs["experiment"] == exp.canonical()
-        same_seed = inputs["seed"] == rec["seed"]
-        key = hash_key(inputs)
-    except (KeyError, TypeError, ValueError) as exc:
-        return None, f"missing or invalid field: {exc}"
-    if rec.get("key") != path.stem:
-        return None, f"key field {rec.get('key')!r} differs from the file name"
-    if key != path.stem or not same_experiment or not same_seed:
-        return None, "content does not hash to its key (edited or corrupted)"
-    if summary.get("seed") != rec["seed"]:
-        return None, "summary seed differs from the record's seed"
-    return inputs, ""
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        report.add("bad-log", path, f"unreadable ({exc.strerror or exc})")
+        return None
+    logged: dict[str, set[str]] = {}
+    if lines[-1] == b"":
+        lines.pop()
+    for n, line in enumerate(lines, 1):
+        try:
+            entry = json.loads(line)
+            logged.setdefault(entry["key"], set()).add(entry["digest"])
+        except (ValueError, KeyError, TypeError):
+            report.add("bad-log", f"{path}:{n}", "line is not a log entry (JSON with key and "
+                       "digest)")
+    return logged

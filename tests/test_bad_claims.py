@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,14 @@ REQUIRED = {
     "duplicate_arm", "zero_seeds", "threshold_above_one", "threshold_negative",
     "criterion_missing_arm", "empty", "non_utf8", "not_a_mapping_list", "not_a_mapping_scalar",
     "value_metric_for_survival", "unknown_curve",
+    "yaml_alias_bomb", "yaml_deep_nesting", "yaml_python_tag_mapping", "yaml_python_tag_list",
+    "yaml_custom_tag", "yaml_binary_tag", "yaml_nul_byte", "yaml_null_key",
+    "type_lr_inf", "type_lr_overflow", "type_lr_nan", "type_weight_decay_inf",
+    "type_emb_lr_mult_inf", "type_skew_inf", "type_float_bool", "type_float_bool_on",
+    "type_float_string", "type_min_effect_inf", "limit_p_huge", "limit_hidden_huge",
+    "limit_seeds_huge", "limit_n_boot_huge", "limit_bootstrap_seed_negative", "limit_steps_huge",
+    "limit_id_too_long", "limit_arm_name_injection", "limit_batch_larger_than_train",
+    "limit_trial_memory", "limit_trial_flops",
 }
 
 # words of pydantic's or pyyaml's internals that a claim author should never have to read
@@ -138,9 +147,12 @@ def test_non_utf8_case_is_really_not_utf8() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_bad_claim_is_reported(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exp = expectation(case)
+    start = time.perf_counter()
     rc = main(["validate", str(case)])
+    took = time.perf_counter() - start
     out, err = capsys.readouterr()
     assert rc == 2, f"exit {rc} for {case.name}; stdout:\n{out}\nstderr:\n{err}"
+    assert took <= 2.0, f"{case.name} took {took:.2f} s to refuse (a hang guard: all take ms)"
     assert "ok" not in out.split()
     check_output(case, exp, out, err)
 

@@ -111,8 +111,8 @@ def test_unknown_scale_fails_cleanly(tmp_path: Path, tiny_claim: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", str(tiny_claim), "--executor", "local", "--scale", "paper",
                  "--store", str(tmp_path / "s")])
-    assert code == 1
-    assert "no scale 'paper'" in capsys.readouterr().out
+    assert code == 2  # a bad argument: found before anything starts
+    assert "no scale 'paper'" in capsys.readouterr().err
 
 
 def test_paper_scale_on_a_cpu_warns_before_training(tmp_path: Path, tiny_claim: Path,

@@ -7,18 +7,26 @@ written to tmp_path; a few mutate the shipped claims/skeptic_sgd.yaml text.
 from __future__ import annotations
 
 import json
+import math
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from grokverify.catalog.interventions import INTERVENTION_SPECS
+from grokverify.catalog.metrics import METRIC_SPECS
 from grokverify.catalog.models import MODEL_SPECS as MODELS
 from grokverify.catalog.models import EmbedMLPSpec, ScalarMLPSpec, ToySumSpec
 from grokverify.catalog.optimizers import OPTIMIZER_NAMES as OPTIMIZERS
+from grokverify.catalog.probes import PROBE_SPECS
 from grokverify.cli import main
 from grokverify.metrics import METRICS
-from grokverify.spec import deep_merge, load_claim
+from grokverify.spec import Claim, deep_merge, load_claim
 from grokverify.stats import CRITERIA
 from grokverify.tasks import OPS
+from grokverify.yamlio import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "claims").glob("*.yaml"))
@@ -69,7 +77,7 @@ scales:
     seeds: 4
     overrides:
       task:
-        p: 11
+        p: 23
       training:
         steps: 500
         eval_interval: 50
@@ -273,7 +281,7 @@ def test_impossible_value(old: str, new: str, marker: str, field: str, fragments
 
 
 def test_div_is_fine_with_prime_p(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = edit(CLAIM, ("    op: add\n", "    op: div\n"))  # base p 31, quick p 11: both prime
+    text = edit(CLAIM, ("    op: add\n", "    op: div\n"))  # base p 31, quick p 23: both prime
     rc, _, err = validate(capsys, write(tmp_path, text))
     assert (rc, err) == (0, "")
 
@@ -281,7 +289,7 @@ def test_div_is_fine_with_prime_p(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_scale_override_error_points_at_scale(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The base is fine; the quick scale's p = 12 makes div impossible there."""
-    text = edit(CLAIM, ("    op: add\n", "    op: div\n"), ("        p: 11", "        p: 12"))
+    text = edit(CLAIM, ("    op: add\n", "    op: div\n"), ("        p: 23", "        p: 12"))
     assert_bad(capsys, tmp_path, text, line_no(text, "      task:"),
                "scales.quick.overrides.task", "prime")
 
@@ -622,7 +630,7 @@ def test_scale_override_applies_to_every_arm(tmp_path: Path) -> None:
     assert loaded.scale_seeds("quick") == 4
     for arm in ("c1", "c10"):
         quick, paper = loaded.resolved["quick"][arm], loaded.resolved["paper"][arm]
-        assert (quick.task.p, quick.training.steps, quick.training.eval_interval) == (11, 500, 50)
+        assert (quick.task.p, quick.training.steps, quick.training.eval_interval) == (23, 500, 50)
         assert (paper.task.p, paper.training.steps, paper.training.eval_interval) == (31, 1000, 100)
         # fields the scale does not name are the base's
         assert quick.task.model_copy(update={"p": 31}) == paper.task
@@ -673,3 +681,125 @@ def test_arm_kind_change_drops_base_fields_that_do_not_apply(
     text = edit(CLAIM, ("  c1:\n", "  c1:\n    model:\n      kind: toy_sum\n"))
     rc, _, err = validate(capsys, write(tmp_path, text))
     assert (rc, err) == (0, "")
+
+
+# ---------------------------------------------------------------- numbers and names
+
+
+def _spec_models() -> list[type[BaseModel]]:
+    """Every pydantic model a claim file can reach, from Claim down through its unions."""
+    seen: list[type[BaseModel]] = []
+
+    def visit(annotation: Any) -> None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if annotation not in seen:
+                seen.append(annotation)
+                for info in annotation.model_fields.values():
+                    visit(info.annotation)
+            return
+        for arg in typing.get_args(annotation):
+            visit(arg)
+
+    visit(Claim)
+    return seen
+
+
+def _mentions(annotation: Any, kind: type) -> bool:
+    return annotation is kind or any(_mentions(a, kind) for a in typing.get_args(annotation))
+
+
+def _fields(kind: type) -> list[tuple[str, TypeAdapter[Any], bool]]:
+    """(model.field, a validator of the field's value, whether it is a pair) of every field of
+    every spec model whose type mentions `kind`."""
+    out = []
+    for model in _spec_models():
+        for name, info in model.model_fields.items():
+            if _mentions(info.annotation, kind):
+                pair = typing.get_origin(info.annotation) is tuple or any(
+                    typing.get_origin(a) is tuple for a in typing.get_args(info.annotation))
+                out.append((f"{model.__name__}.{name}",
+                            TypeAdapter(info.rebuild_annotation()), pair))
+    return out
+
+
+def test_the_walk_reaches_every_registry() -> None:
+    models = _spec_models()
+    for registry in (MODELS, METRIC_SPECS, PROBE_SPECS, INTERVENTION_SPECS):
+        assert set(registry.values()) <= set(models)
+    assert {c.params_model for c in CRITERIA.values()} <= set(models)
+
+
+@pytest.mark.parametrize("field,adapter,pair", _fields(float), ids=lambda v: v if isinstance(
+    v, str) else "")
+def test_every_float_of_every_spec_is_a_finite_number(field: str, adapter: TypeAdapter[Any],
+                                                      pair: bool) -> None:
+    """A boolean, a quoted number, .inf and .nan are refused wherever a float is read."""
+    for bad in (True, "0.5", math.inf, -math.inf, math.nan):
+        with pytest.raises(ValidationError):
+            adapter.validate_python((bad, bad) if pair else bad)
+
+
+@pytest.mark.parametrize("field,adapter,pair", _fields(int), ids=lambda v: v if isinstance(
+    v, str) else "")
+def test_every_integer_of_every_spec_is_bounded(field: str, adapter: TypeAdapter[Any],
+                                                pair: bool) -> None:
+    for bad in (10**30, True, "3"):
+        with pytest.raises(ValidationError):
+            adapter.validate_python(bad)
+
+
+def test_an_integer_is_a_number(tmp_path: Path) -> None:
+    text = edit(CLAIM, ("    lr: 0.1\n", "    lr: 1\n"))
+    lr = load_claim(write(tmp_path, text)).resolved["paper"]["c1"].optimizer.lr
+    assert lr == 1.0 and isinstance(lr, float)
+
+
+@pytest.mark.parametrize("old,new,anchor,path,what", [
+    ("  c1:\n", "  c 1:\n", "  c 1:", "arms", "arm name 'c 1'"),
+    ("  quick:\n", "  quick|x:\n", "  quick|x:", "scales", "scale name 'quick|x'"),
+    ("  c1:\n", "  " + "c" * 49 + ":\n", "c" * 49, "arms", "arm name 'ccc"),
+    ("  c1:\n", "  _c1:\n", "_c1:", "arms", "arm name '_c1'"),
+])
+def test_names_are_refused_at_their_key(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        old: str, new: str, anchor: str, path: str,
+                                        what: str) -> None:
+    text = edit(CLAIM, (old, new))
+    assert_bad(capsys, tmp_path, text, line_no(text, anchor), path, what,
+               "expected 1-48 characters: letters, digits")
+
+
+def test_scale_arm_and_member_names_are_refused(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    text = edit(CLAIM, ("        eval_interval: 50\n",
+                        "        eval_interval: 50\n    arms:\n      'c1 x': {}\n"))
+    assert_bad(capsys, tmp_path, text, line_no(text, "'c1 x'"), "scales.quick.arms",
+               "arm name 'c1 x'")
+    text = edit(CLAIM, ("seeds: 12\n", "seeds: 12\nfamily:\n  members:\n    add: {}\n"
+                                       "    'mul*': {task: {op: mul}}\n"))
+    assert_bad(capsys, tmp_path, text, line_no(text, "'mul*'"), "family.members",
+               "family member name 'mul*'")
+
+
+def test_names_at_their_limits_are_fine(tmp_path: Path) -> None:
+    arm = "C1.x-" + "y" * 43
+    text = edit(CLAIM, ("id: test_claim\n", f"id: {'a' * 64}\n"), ("  c1:\n", f"  {arm}:\n"),
+                ("  baseline: c1\n", f"  baseline: {arm}\n"))
+    loaded = load_claim(write(tmp_path, text))
+    assert arm in loaded.claim.arms and len(loaded.claim.id) == 64
+    text = edit(CLAIM, ("id: test_claim\n", f"id: {'a' * 65}\n"))
+    with pytest.raises(SpecError, match="expected 1-64 characters"):
+        load_claim(write(tmp_path, text))
+
+
+def test_a_batch_larger_than_an_arms_split_names_the_arm(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    """The base's batch of 128 fits every split; an arm's train_frac leaves the quick scale
+    (p 23) fewer pairs than that: refused where the batch size is set, naming where it fails."""
+    text = edit(CLAIM, ("  c1:\n", "  c1:\n    task:\n      train_frac: 0.2\n"))
+    assert_bad(capsys, tmp_path, text, line_no(text, "    batch_size: 128"),
+               "base.training.batch_size",
+               "batch_size 128 exceeds the 106 training pairs of this split (p 23, train_frac "
+               "0.2); use null for full batch (at scale 'quick', arm 'c1')")
+    text = edit(text, ("    task:\n      train_frac: 0.2\n",
+                       "    task:\n      train_frac: 0.2\n    training:\n      batch_size: null\n"))
+    assert load_claim(write(tmp_path, text)).resolved["quick"]["c1"].training.batch_size is None

@@ -16,15 +16,15 @@ Metric kinds accepted (`CriterionSchema.kinds_of`):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from grokverify.catalog.limits import MAX_N_BOOT, MIN_N_BOOT
 from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric, Kind, MetricSpec
-from grokverify.specbase import Int
+from grokverify.specbase import Float, Int, RngSeed
 
 Effect = Literal["ratio", "difference"]
 Statistic = Literal["mean", "median", "iqm"]
@@ -33,8 +33,8 @@ P = TypeVar("P", bound=BaseModel)
 
 DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
 # The bounds every criterion's CI level and bootstrap size share, stated once.
-CILevel = Annotated[float, Field(gt=0, lt=1)]
-NBoot = Annotated[Int, Field(ge=100)]
+CILevel = Annotated[Float, Field(gt=0, lt=1)]
+NBoot = Annotated[Int, Field(ge=MIN_N_BOOT, le=MAX_N_BOOT)]
 TIME_ONLY: tuple[Kind, ...] = ("time",)
 ANY_KIND: tuple[Kind, ...] = ("time", "value")
 
@@ -75,10 +75,10 @@ class SurvivalCompareParams(BaseModel):
     treated: str
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
-    min_effect: float = Field(ge=0)
+    min_effect: Float = Field(ge=0)
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
-    bootstrap_seed: Int = 0
+    bootstrap_seed: RngSeed = 0
 
     @model_validator(mode="after")
     def _check(self) -> SurvivalCompareParams:
@@ -114,7 +114,7 @@ class CoxHazardRatioParams(BaseModel):
     baseline: str
     treated: str
     direction: Literal["less", "greater"]
-    min_effect: float = Field(0.2, ge=0)
+    min_effect: Float = Field(0.2, ge=0)
     ci_level: CILevel = 0.95
 
     @model_validator(mode="after")
@@ -161,10 +161,10 @@ class ScalarCompareParams(BaseModel):
     statistic: Statistic = "median"
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
-    min_effect: float | None = Field(None, ge=0)
+    min_effect: Float | None = Field(None, ge=0)
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
-    bootstrap_seed: Int = 0
+    bootstrap_seed: RngSeed = 0
     censored: CensoredPolicy = "as_budget"
 
     @model_validator(mode="after")
@@ -199,19 +199,13 @@ class ValueParams(BaseModel):
 
     name: Literal["value"]
     arm: str
-    target: float
-    tol: float = Field(ge=0)
+    target: Float
+    tol: Float = Field(ge=0)
     statistic: Literal["mean", "median"] = "mean"
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
-    bootstrap_seed: Int = 0
+    bootstrap_seed: RngSeed = 0
     censored: CensoredPolicy = "refuse"
-
-    @model_validator(mode="after")
-    def _finite(self) -> ValueParams:
-        if not (math.isfinite(self.target) and math.isfinite(self.tol)):
-            raise ValueError("target and tol must be finite numbers")
-        return self
 
 
 # ---------------------------------------------------------------- equivalence
@@ -235,11 +229,11 @@ class EquivalenceParams(BaseModel):
     baseline: str | None = None
     treated: str | None = None
     arm: str | None = None
-    reference: float | None = None
-    margin: float = Field(gt=0)
+    reference: Float | None = None
+    margin: Float = Field(gt=0)
     margin_kind: Literal["absolute", "relative"] = "absolute"
     usevar: Literal["unequal", "pooled"] = "unequal"
-    alpha: float = Field(0.05, gt=0, lt=0.5)
+    alpha: Float = Field(0.05, gt=0, lt=0.5)
     censored: CensoredPolicy = "refuse"
 
     @model_validator(mode="after")
@@ -296,18 +290,16 @@ class ProportionParams(BaseModel):
     name: Literal["proportion"]
     arm: str
     outcome: Literal["observed", "value_below", "value_above"] = "observed"
-    cut: float | None = None
+    cut: Float | None = None
     method: Literal["wilson", "beta"] = "beta"
     direction: Literal["greater", "less"]
-    threshold: float = Field(ge=0, le=1)
+    threshold: Float = Field(ge=0, le=1)
     ci_level: CILevel = 0.95
 
     @model_validator(mode="after")
     def _check(self) -> ProportionParams:
         if (self.outcome == "observed") != (self.cut is None):
             raise ValueError("cut is required for value_below/value_above and only for them")
-        if self.cut is not None and not math.isfinite(self.cut):
-            raise ValueError("cut must be a finite number")
         if (self.direction, self.threshold) in (("greater", 1.0), ("less", 0.0)):
             edge = "at or above 1" if self.threshold else "at or below 0"
             raise ValueError(f"a CI can never lie wholly {edge}: choose a threshold strictly "
@@ -335,7 +327,7 @@ class CorrelationParams(BaseModel):
     y: AnyMetric
     method: Literal["spearman", "pearson"] = "spearman"
     direction: Literal["positive", "negative"]
-    min_effect: float = Field(ge=0, lt=1)
+    min_effect: Float = Field(ge=0, lt=1)
     ci_level: CILevel = 0.95
     censored: CensoredPolicy = "as_budget"
 

@@ -11,7 +11,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from grokverify.specbase import Int, StrictModel
+from grokverify.catalog.limits import MAX_FACTOR, MAX_STEPS
+from grokverify.specbase import Float, Int, StrictModel
 
 EVAL_CURVES = ("train_acc", "val_acc", "train_loss", "val_loss")
 
@@ -20,8 +21,8 @@ class Condition(StrictModel):
     """A seed's evaluation curve at or past a value; checked at every evaluation."""
 
     curve: Literal["train_acc", "val_acc", "train_loss", "val_loss"]
-    at_least: float | None = None
-    at_most: float | None = None
+    at_least: Float | None = None
+    at_most: Float | None = None
 
     @model_validator(mode="after")
     def _one_bound(self) -> Condition:
@@ -47,7 +48,8 @@ class FreezeEmbeddingsSpec(InterventionSpec):
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
     name: Literal["freeze_embeddings"]
-    from_step: Int | None = Field(None, ge=0, description="freeze after this many steps")
+    from_step: Int | None = Field(None, ge=0, le=MAX_STEPS,
+                                  description="freeze after this many steps")
     when: Condition | None = Field(None, description="freeze once this holds (per seed)")
 
     @model_validator(mode="after")
@@ -63,16 +65,17 @@ class RescaleEmbeddingSpec(InterventionSpec):
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
     name: Literal["rescale_embedding"]
-    factor: float | None = Field(None, gt=0, description="E ← factor · E")
-    sigma_max: float | Literal["W"] | None = Field(
+    factor: Float | None = Field(None, gt=0, le=MAX_FACTOR, description="E ← factor · E")
+    sigma_max: Float | Literal["W"] | None = Field(
         None, description="E ← E · target / σmax(E), target a number or σmax(W) ('W')")
 
     @model_validator(mode="after")
     def _one_target(self) -> RescaleEmbeddingSpec:
         if (self.factor is None) == (self.sigma_max is None):
             raise ValueError("give exactly one of factor, sigma_max")
-        if isinstance(self.sigma_max, float) and not self.sigma_max > 0:
-            raise ValueError(f"sigma_max must be > 0 or 'W', got {self.sigma_max}")
+        if isinstance(self.sigma_max, float) and not 0 < self.sigma_max <= MAX_FACTOR:
+            raise ValueError(f"sigma_max must be 'W' or a number in (0, {MAX_FACTOR:g}], got "
+                             f"{self.sigma_max}")
         return self
 
     def roles_needed(self) -> tuple[str, ...]:

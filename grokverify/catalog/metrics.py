@@ -17,6 +17,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from grokverify.catalog.limits import MAX_STEPS
 from grokverify.specbase import Int, StrictModel
 
 Kind = Literal["time", "value"]
@@ -111,8 +112,8 @@ class ValueMetric(MetricSpec):
 
 
 class _Window(ValueMetric):
-    start: Int = Field(ge=0, description="first step of the window (included)")
-    end: Int = Field(ge=0, description="last step of the window (included)")
+    start: Int = Field(ge=0, le=MAX_STEPS, description="first step of the window (included)")
+    end: Int = Field(ge=0, le=MAX_STEPS, description="last step of the window (included)")
 
     @model_validator(mode="after")
     def _ordered(self) -> _Window:
@@ -128,7 +129,7 @@ class CurveAt(ValueMetric):
     undefined: ClassVar[str] = "undefined (no value recorded at or before the step)"
     name: Literal["curve_at"]
     curve: str = Field(description="a curve the experiment records, e.g. val_acc")
-    step: Int = Field(ge=0, description="training step")
+    step: Int = Field(ge=0, le=MAX_STEPS, description="training step")
 
     def curve_fields(self) -> dict[str, str]:
         return {"curve": self.curve}

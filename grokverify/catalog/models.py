@@ -3,22 +3,42 @@
 
 Each spec names the model's *roles*: the parameters a probe or an intervention can refer to
 without knowing the model ("E", the token embedding; "W", the first weight matrix), so that
-load-time checks (does this model have an embedding?) need no torch.
+load-time checks (does this model have an embedding?) need no torch; and its *size* (`size`):
+what one seed holds and computes, from which `grokverify.budget` estimates a trial's memory
+and compute before anything is allocated.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from grokverify.specbase import Int, StrictModel
+from grokverify.catalog.limits import MAX_FACTOR, MAX_WIDTH
+from grokverify.specbase import Float, Int, StrictModel
 
 ROLE_WORDS = {"E": "the token embedding matrix", "W": "the first weight matrix"}
 
 
+@dataclass(frozen=True)
+class ModelSize:
+    """One seed of a model: what `grokverify.budget` multiplies by seeds, bytes and steps."""
+
+    params: int  # parameters and buffers
+    macs: int  # multiply-adds of one example's forward pass
+    widest: str  # the setting that sets the size: named when a claim is too big
+
+
+# floats of per-row bookkeeping in any pass: operand and label indices (int64), loss, correctness
+ROW_FLOATS = 8
+
+
 class ModelSpec(StrictModel):
-    """Base of every model kind's spec."""
+    """Base of every model kind's spec. `size` and `activations` count what one seed holds and
+    computes (`grokverify.budget`); a kind without its own formulas is counted as a generous
+    stand-in: a ReLU MLP on the four tokens' embeddings with one layer per integer setting, each
+    as wide as the widest setting."""
 
     roles: ClassVar[tuple[str, ...]] = ()
 
@@ -26,15 +46,56 @@ class ModelSpec(StrictModel):
     def has_embedding(cls) -> bool:
         return "E" in cls.roles
 
+    def widths(self) -> dict[str, int]:
+        """The integer settings (the widths, for the shipped kinds)."""
+        return {k: v for k, v in self if isinstance(v, int) and not isinstance(v, bool)}
+
+    def widest(self) -> str:
+        widths = self.widths()
+        return max(widths, key=widths.__getitem__) if widths else "kind"
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """Parameters and forward multiply-adds of one seed on p operand values and n_classes
+        labels."""
+        w, layers = max(self.widths().values(), default=1), len(self.widths()) + 1
+        macs = 4 * w * w + layers * w * w + w * n_classes
+        return ModelSize((p + 2) * w + macs + layers * w + n_classes, macs, self.widest())
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """Floats one seed's pass over `rows` examples keeps alive at its peak: a training step
+        (`backward`: its graph and gradients too) or an evaluation."""
+        w, layers = max(self.widths().values(), default=1), len(self.widths()) + 1
+        forward = 4 * w + 2 * layers * w + 2 * n_classes
+        return rows * ((2 if backward else 1) * forward + ROW_FLOATS)
+
 
 class EmbedMLPSpec(ModelSpec):
     """Paper 1: concatenated embeddings of [a, op, b, =] → Linear → ReLU → Linear."""
 
     roles: ClassVar[tuple[str, ...]] = ("E", "W")
     kind: Literal["embed_mlp"]
-    d: Int = Field(128, ge=1, description="embedding width")
-    hidden: Int = Field(512, ge=1, description="hidden width (paper: 4d)")
-    emb_init_std: float = Field(1.0, gt=0, description="std of the N(0, std²) embedding init")
+    d: Int = Field(128, ge=1, le=MAX_WIDTH, description="embedding width")
+    hidden: Int = Field(512, ge=1, le=MAX_WIDTH, description="hidden width (paper: 4d)")
+    emb_init_std: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                                description="std of the N(0, std²) embedding init")
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """Embedding of p + 2 tokens, fc1 on the 4 concatenated tokens, fc2."""
+        macs = 4 * self.d * self.hidden + self.hidden * n_classes
+        return ModelSize((p + 2) * self.d + macs + self.hidden + n_classes, macs, self.widest())
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """A pass of at least p rows takes the engine's fast path (`grokverify.engine.fast`):
+        fc1's input is never built, its output comes from (2p, hidden) operand tables (with
+        their gradients when training); fewer rows take the derived form, which keeps the
+        gathered tokens, fc1's output and its ReLU. Both keep the logits and their log-softmax,
+        and when training a gradient of each."""
+        d, h, c = self.d, self.hidden, n_classes
+        if rows >= p:
+            per_row, tables = (3 * h + 4 * c, 6 * p * h) if backward else (h + 2 * c, 2 * p * h)
+        else:
+            per_row, tables = (2 if backward else 1) * (4 * d + 2 * h + 2 * c), 0
+        return rows * (per_row + ROW_FLOATS) + tables
 
 
 class ScalarMLPSpec(ModelSpec):
@@ -42,7 +103,18 @@ class ScalarMLPSpec(ModelSpec):
 
     roles: ClassVar[tuple[str, ...]] = ("W",)
     kind: Literal["scalar_mlp"]
-    hidden: Int = Field(512, ge=1)
+    hidden: Int = Field(512, ge=1, le=MAX_WIDTH)
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """fc1 on the 4 raw numbers, fc2."""
+        macs = 4 * self.hidden + self.hidden * n_classes
+        return ModelSize(macs + self.hidden + n_classes, macs, "hidden")
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """The 4 inputs, fc1's output and its ReLU, the logits and their log-softmax (and when
+        training a gradient of each)."""
+        forward = 4 + 2 * self.hidden + 2 * n_classes
+        return rows * ((2 if backward else 1) * forward + ROW_FLOATS)
 
 
 class ToySumSpec(ModelSpec):
@@ -50,11 +122,31 @@ class ToySumSpec(ModelSpec):
 
     roles: ClassVar[tuple[str, ...]] = ("E", "W")
     kind: Literal["toy_sum"]
-    emb_dim: Int = Field(1, ge=1)
-    hidden: Int = Field(200, ge=1)
-    init_scale: float = Field(1.0, gt=0, description="embeddings drawn from U[-s/2, s/2]")
+    emb_dim: Int = Field(1, ge=1, le=MAX_WIDTH)
+    hidden: Int = Field(200, ge=1, le=MAX_WIDTH)
+    init_scale: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                              description="embeddings drawn from U[-s/2, s/2]")
     output: Literal["classification", "regression"] = "classification"
-    target_dim: Int = Field(30, ge=1, description="regression: dimension of the random targets")
+    target_dim: Int = Field(30, ge=1, le=MAX_WIDTH,
+                            description="regression: dimension of the random targets")
+
+    def _out(self, n_classes: int) -> int:
+        return self.target_dim if self.output == "regression" else n_classes
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """Embedding of p tokens, fc1, fc2, fc3 (and the regression targets, a buffer)."""
+        e, h, out = self.emb_dim, self.hidden, self._out(n_classes)
+        macs = e * h + h * h + h * out
+        targets = n_classes * self.target_dim if self.output == "regression" else 0
+        return ModelSize(p * e + macs + 2 * h + out + targets, macs, self.widest())
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """The summed embeddings, both tanh layers, the output and its loss's working copy
+        (and when training a gradient of each); a regression evaluation's distance to every
+        class target."""
+        forward = self.emb_dim + 2 * self.hidden + 2 * self._out(n_classes)
+        nearest = n_classes if self.output == "regression" and not backward else 0
+        return rows * ((2 if backward else 1) * forward + nearest + ROW_FLOATS)
 
 
 MODEL_SPECS: dict[str, type[ModelSpec]] = {

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from grokverify.catalog.limits import MAX_STEPS
 from grokverify.specbase import Int, StrictModel
 
 Role = Literal["E", "W"]
@@ -20,8 +21,9 @@ Role = Literal["E", "W"]
 
 class ProbeSpec(StrictModel):
     reads: ClassVar[Literal["params", "grads"]] = "params"
-    every: Int = Field(ge=1, description="measured at steps 0, every, 2 every, ... (the budget "
-                                         "too when it is a multiple)")
+    every: Int = Field(ge=1, le=MAX_STEPS,
+                       description="measured at steps 0, every, 2 every, ... (the budget too "
+                                   "when it is a multiple)")
 
     def curves(self) -> list[str]:
         raise NotImplementedError

@@ -1,20 +1,39 @@
 """Task operations and split strategies a claim can name (implemented in `grokverify.tasks`), and
-the split sizes, counted without building the pairs so claims are checked when they load."""
+the split sizes and label counts, counted without building the pairs so claims are checked when
+they load."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
-OP_NAMES = ("add", "sub", "mul", "div", "sq_sum")
+# operation -> how many raw results its ordered pairs of 0..p-1 span (max - min + 1): the
+# classes of a non-modular task (division is modular only)
+RESULT_SPAN: dict[str, Callable[[int], int]] = {
+    "add": lambda p: 2 * p - 1,
+    "sub": lambda p: 2 * p - 1,
+    "mul": lambda p: (p - 1) ** 2 + 1,
+    "div": lambda p: p,
+    "sq_sum": lambda p: 2 * (p - 1) ** 2 + 1,
+}
+OP_NAMES = tuple(RESULT_SPAN)
 SPLIT_NAMES = ("random", "uniform", "skewed")
 
 
 class _Task(Protocol):
     op: str
     p: int
+    modular: bool
     unordered: bool
     train_frac: float
     test_frac: float | None
+
+
+def class_count(task: _Task) -> int:
+    """The number of labels: p when modular, else the results' span (at most: an unordered
+    task's span can be smaller; `grokverify.tasks.labels_for` counts them, a test checks the
+    bound)."""
+    return task.p if task.modular else RESULT_SPAN[task.op](task.p)
 
 
 def pair_count(task: _Task) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grokverify.report.escape import block, code, text
 from grokverify.verdict import format_ci, format_number
 
 
@@ -20,16 +21,17 @@ def _ci(pair: list[Any]) -> str:
     return f"[{_num(pair[0])}, {_num(pair[1])}]"
 
 
-def _quote(text: str) -> str:
-    return "\n".join(f"> {line}" for line in text.strip().splitlines())
+def _quote(words: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in block(words))
 
 
 def _scale_banner(scale: dict[str, Any]) -> str:
     if scale["paper_setting"]:
-        return f"**Scale: `{scale['name']}` — the paper's setting.** {scale['description']}"
-    return (f"> ⚠️ **NOT THE PAPER'S SETTING.** This report was run at scale `{scale['name']}`: "
-            f"{scale['description'].strip()} Its verdict is about this reduced setting; run "
-            f"`--scale paper` for the paper's own setting.")
+        return f"**Scale: {code(scale['name'])} — the paper's setting.** " \
+               f"{text(scale['description'])}"
+    return (f"> ⚠️ **NOT THE PAPER'S SETTING.** This report was run at scale "
+            f"{code(scale['name'])}: {text(scale['description'])} Its verdict is about this "
+            f"reduced setting; run `--scale paper` for the paper's own setting.")
 
 
 def _cell(x: Any) -> str:
@@ -37,7 +39,7 @@ def _cell(x: Any) -> str:
     if isinstance(x, list) and len(x) == 2:
         return _ci(x)
     if isinstance(x, str) and x not in ("inf", "-inf"):
-        return x
+        return text(x)
     return _num(x)
 
 
@@ -53,13 +55,13 @@ def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -
     """One row per arm: its diverged and left-out seeds, then the columns its criterion chose
     (e.g. a Kaplan-Meier median for times, a mean for signed values, a share)."""
     labels = _columns(result["arms"])
-    rows = ["| arm | diverged | left out | " + " | ".join(labels) + " |",
+    rows = ["| arm | diverged | left out | " + " | ".join(map(text, labels)) + " |",
             "|---" * (3 + len(labels)) + "|"]
     for arm in result["arms"]:
         info = arms[f"{member}/{arm['name']}" if member else arm["name"]]
-        excluded = ", ".join(f"{k}: {v}" for k, v in arm["excluded"].items()) or "0"
+        excluded = ", ".join(f"{text(k)}: {v}" for k, v in arm["excluded"].items()) or "0"
         cells = [_cell(arm["columns"][k]) if k in arm["columns"] else "—" for k in labels]
-        rows.append(f"| {arm['name']} | {info['diverged']} | {excluded} | " +
+        rows.append(f"| {text(arm['name'])} | {info['diverged']} | {excluded} | " +
                     " | ".join(cells) + " |")
     return rows
 
@@ -67,10 +69,10 @@ def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -
 def _effect_lines(result: dict[str, Any]) -> list[str]:
     p = result["p_value"]
     return [
-        f"- Effect: {result['effect_label']} = **{_num(result['estimate'])}**, "
+        f"- Effect: {text(result['effect_label'])} = **{_num(result['estimate'])}**, "
         f"{result['ci_level'] * 100:.4g}% CI {_ci(result['ci'])}",
-        f"- Claimed region: {result['claimed_region']}",
-        f"- Test: {result['test']}, p = {_num(p) if p is not None else '—'}",
+        f"- Claimed region: {text(result['claimed_region'])}",
+        f"- Test: {text(result['test'])}, p = {_num(p) if p is not None else '—'}",
     ]
 
 
@@ -78,7 +80,7 @@ def _single_result(res: dict[str, Any]) -> list[str]:
     result = res["result"]
     return [*_effect_lines(result), f"- Verdict: **{res['verdict']}**", "",
             *_arm_table(result, res["arms"]), "",
-            "How censoring is handled: " + str(result["details"].get("censoring", "")), ""]
+            "How censoring is handled: " + text(result["details"].get("censoring", "")), ""]
 
 
 def _family_result(res: dict[str, Any]) -> list[str]:
@@ -90,16 +92,16 @@ def _family_result(res: dict[str, Any]) -> list[str]:
            "|---|---|---|---|---|---|---|"]
     for m in fam["members"]:
         r = m["result"]
-        out.append(f"| {m['member']} | {_num(r['estimate'])} | {_ci(r['ci'])} | "
+        out.append(f"| {text(m['member'])} | {_num(r['estimate'])} | {_ci(r['ci'])} | "
                    f"{_num(r['p_value'])} | {_num(m['p_support'])} ({_num(m['p_support_adj'])}) "
                    f"| {_num(m['p_refute'])} ({_num(m['p_refute_adj'])}) | {m['verdict']} |")
-    out += ["", f"Family verdict: **{res['verdict']}** — {fam['reason']}", ""]
+    out += ["", f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
     for m in fam["members"]:
         r = m["result"]
-        out += [f"### {m['member']}: {m['verdict']}", "", *_effect_lines(r), "",
+        out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
                 *_arm_table(r, res["arms"], m["member"]), ""]
     first = fam["members"][0]["result"]
-    out += ["How censoring is handled: " + str(first["details"].get("censoring", "")), ""]
+    out += ["How censoring is handled: " + text(first["details"].get("censoring", "")), ""]
     return out
 
 
@@ -108,29 +110,26 @@ def _setup(arms: dict[str, Any]) -> list[str]:
     for name, arm in arms.items():  # name: "arm" or "member/arm"
         exp = arm["experiment"]
         override = json.dumps(arm["override"], sort_keys=True) if arm["override"] else "{}"
-        out += [f"- **{name}** (override of base: `{override}`)",
-                f"  - task: `{json.dumps(exp['task'], sort_keys=True)}`",
-                f"  - model: `{json.dumps(exp['model'], sort_keys=True)}`",
-                f"  - optimizer: `{json.dumps(exp['optimizer'], sort_keys=True)}`",
-                f"  - training: `{json.dumps(exp['training'], sort_keys=True)}`"]
-        out += [f"  - {part}: `{json.dumps(exp[part], sort_keys=True)}`"
-                for part in ("probes", "interventions") if exp.get(part)]
+        out += [f"- **{text(name)}** (override of base: {code(override)})"]
+        out += [f"  - {part}: {code(json.dumps(exp[part], sort_keys=True))}"
+                for part in ("task", "model", "optimizer", "training", "probes", "interventions")
+                if part in ("task", "model", "optimizer", "training") or exp.get(part)]
     return out
 
 
 def _metric_cell(r: dict[str, Any]) -> str:
     if r.get("left_out"):
-        return f"left out ({r['left_out']})"
+        return f"left out ({text(r['left_out'])})"
     return _num(r["metric"]) + ("" if r["metric_observed"] else " (censored)")
 
 
 def _per_seed(rows: list[dict[str, Any]], metric: str) -> list[str]:
-    out = [f"| arm | seed | {metric} | train step | val step | gap | final train acc | "
+    out = [f"| arm | seed | {text(metric)} | train step | val step | gap | final train acc | "
            "final val acc | stopped | diverged |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         div = f"yes (step {r['diverged_step']})" if r["diverged"] else "no"
         arm = f"{r['member']}/{r['arm']}" if r.get("member") else r["arm"]
-        out.append(f"| {arm} | {r['seed']} | {_metric_cell(r)} | {_num(r['train_step'])} | "
+        out.append(f"| {text(arm)} | {r['seed']} | {_metric_cell(r)} | {_num(r['train_step'])} | "
                    f"{_num(r['val_step'])} | {_num(r['gap'])} | {_num(r['final_train_acc'])} | "
                    f"{_num(r['final_val_acc'])} | {r['stopped_step']} | {div} |")
     return out
@@ -144,7 +143,7 @@ _FIGURE_CAPTIONS = {"curves": "accuracy curves", "survival": "Kaplan–Meier cur
 def _figures(figures: dict[str, str]) -> list[str]:
     out: list[str] = []
     for name, file in figures.items():
-        out += [f"![{_FIGURE_CAPTIONS.get(name, name)}]({file})", ""]
+        out += [f"![{text(_FIGURE_CAPTIONS.get(name, name))}](<{file}>)", ""]
     return out
 
 
@@ -159,7 +158,7 @@ def _rounds(seq: dict[str, Any] | None) -> list[str]:
            "|---|---|---|---|---|---|"]
     for i, r in enumerate(seq["rounds"], 1):
         est = _num(r.get("estimate")) if "estimate" in r else "—"
-        ci = _ci(r["ci"]) if "ci" in r else ", ".join(f"{k}: {v}" for k, v in
+        ci = _ci(r["ci"]) if "ci" in r else ", ".join(f"{text(k)}: {v}" for k, v in
                                                        r.get("members", {}).items())
         out.append(f"| {i} | {r['seeds']} | {_num(r['ci_level'])} | {r['verdict']} | {est} | "
                    f"{ci} |")
@@ -170,24 +169,25 @@ def render_markdown(res: dict[str, Any]) -> str:
     claim, prov = res["claim"], res["provenance"]
     src = claim["source"]
     lines = [
-        f"# {claim['title']}",
+        f"# {text(claim['title'])}",
         "",
-        f"**Verdict: {res['verdict']}** — {res['reason']}",
+        f"**Verdict: {res['verdict']}** — {text(res['reason'])}",
         "",
         _scale_banner(res["scale"]),
         "",
         "## Claim",
         "",
-        claim["statement"].strip(),
+        *block(claim["statement"]),
         "",
-        f"Source: arXiv:{src['arxiv']}, {src['where']} (role: {src['role']}).",
+        f"Source: arXiv:{text(src['arxiv'])}, {text(src['where'])} (role: {text(src['role'])}).",
         "",
         _quote(src["quote"]),
         "",
         "## Result",
         "",
-        f"- Metric: `{res['metric']['label']}` ({res['metric']['kind']}) — "
-        f"{res['metric']['description']} Diverged seeds: {res['metric']['on_diverged']}.",
+        f"- Metric: {code(res['metric']['label'])} ({text(res['metric']['kind'])}) — "
+        f"{text(res['metric']['description'])} Diverged seeds: "
+        f"{text(res['metric']['on_diverged'])}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
         *_rounds(res.get("sequential")),
         *_figures(res.get("figures", {})),
@@ -197,16 +197,16 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
     ]
     if claim["notes"].strip():
-        lines += ["## Notes (choices where the source is silent)", "", claim["notes"].strip(), ""]
+        lines += ["## Notes (choices where the source is silent)", "", *block(claim["notes"]), ""]
     lines += ["## Per-seed results", "", *_per_seed(res["per_seed"], res["metric"]["label"]), "",
               "## Provenance", "",
-              f"- claim file: `{claim['file']}`",
+              f"- claim file: {code(claim['file'])}",
               f"- git commit: `{prov['git_commit']}`" + (" (dirty)" if prov["git_dirty"] else ""),
               f"- engine results version: `{prov['results_version']}` (in every store key: "
               f"docs/store.md); engine source hash `{prov['code_version']}`",
               f"- device: {', '.join(prov['device'])}; executor: {prov['executor']}",
               f"- seeds trained in this run: {prov['seeds_trained_now']}, reused from the store: "
-              f"{prov['seeds_reused']} (store `{prov['store']}`)",
+              f"{prov['seeds_reused']} (store {code(prov['store'])})",
               f"- training time in this run (sum over trials): {prov['train_wall_s']} s; "
               f"wall time of the run: {prov['wall_s']} s; finished {prov['finished']}",
               f"- packages: {', '.join(f'{k} {v}' for k, v in prov['packages'].items() if v)}",
