@@ -63,15 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="check the claims, the limits and the paths, say what would be "
                           "trained, and train nothing")
-    run.add_argument("--max-trial-memory", type=float, default=None, metavar="GIB",
-                     help="refuse a trial estimated to need more memory (default "
-                          f"{_default_limits()[0]:g} GiB); raise it on big machines")
-    run.add_argument("--max-trial-flops", type=float, default=None, metavar="FLOPS",
-                     help="refuse a trial estimated to need more arithmetic (default "
-                          f"{_default_limits()[1]:.0e})")
+    _add_limit_options(run)
 
     val = sub.add_parser("validate", help="check claim files without running them")
     val.add_argument("claims", nargs="+", type=Path)
+    _add_limit_options(val)
 
     sub.add_parser("schema", help="print the JSON Schema of a claim file")
 
@@ -100,6 +96,27 @@ def _default_limits() -> tuple[float, float]:
     return DEFAULT_LIMITS.max_trial_bytes / GIB, DEFAULT_LIMITS.max_trial_flops
 
 
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    memory, flops = _default_limits()
+    parser.add_argument("--max-trial-memory", type=float, default=None, metavar="GIB",
+                        help=f"refuse a trial estimated to need more memory (default {memory:g} "
+                             f"GiB); raise it on big machines")
+    parser.add_argument("--max-trial-flops", type=float, default=None, metavar="FLOPS",
+                        help=f"refuse a trial estimated to need more arithmetic (default "
+                             f"{flops:.0e})")
+
+
+def _limit_problem(args: argparse.Namespace) -> str | None:
+    finite = {"--max-trial-memory": args.max_trial_memory,
+              "--max-trial-flops": args.max_trial_flops}
+    if "gpus_per_task" in args:
+        finite["--gpus-per-task"] = args.gpus_per_task
+    for flag, number in finite.items():
+        if number is not None and not (math.isfinite(number) and number > 0):
+            return f"{flag} must be a positive number (got {number:g})"
+    return None
+
+
 def _limits(args: argparse.Namespace) -> Limits:
     from grokverify.budget import DEFAULT_LIMITS, GIB
 
@@ -121,12 +138,10 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
             return f"{flag} must be >= 1 (got {value})"
     if args.seeds is not None and args.seeds > MAX_SEEDS:
         return f"--seeds must be <= {MAX_SEEDS} (got {args.seeds}), the bound a claim has too"
-    finite = {"--gpus-per-task": args.gpus_per_task, "--max-trial-memory": args.max_trial_memory,
-              "--max-trial-flops": args.max_trial_flops}
-    for flag, number in finite.items():
-        if number is not None and not (math.isfinite(number) and number > 0):
-            return f"{flag} must be a positive number (got {number:g})"
-    return address_problem(args.address) if args.address is not None else None
+    problem = _limit_problem(args)
+    if problem is None and args.address is not None:
+        problem = address_problem(args.address)
+    return problem
 
 
 def _title(run: ClaimRun) -> str:
@@ -258,10 +273,15 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     from grokverify.spec import load_claim
     from grokverify.yamlio import SpecError
 
+    problem = _limit_problem(args)
+    if problem:
+        print(f"grokverify validate: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    limits = _limits(args)
     failed = False
     for path in args.claims:
         try:
-            loaded = load_claim(path)
+            loaded = load_claim(path, limits=limits)
         except SpecError as exc:
             failed = True
             print(str(exc), file=sys.stderr)

@@ -218,3 +218,13 @@ def test_report_markdown_cannot_be_broken_by_claim_text(tmp_path: Path) -> None:
     rendered = MarkdownIt("commonmark").enable("table").render(hostile)
     assert "<script>" not in rendered  # as text (or verbatim in a code span), never a tag
     assert "c10 | x # INJECTED &lt;script&gt;" in rendered  # shown as written, as text
+
+
+def test_the_limit_override_lets_a_big_claim_through(capsys: pytest.CaptureFixture[str]) -> None:
+    """A claim over the default memory limit is refused, and loads on a machine that says it is
+    big enough (the same flag as `run`)."""
+    big = Path(__file__).resolve().parent / "bad_claims" / "limit_trial_memory.yaml"
+    assert main(["validate", str(big)]) == 2
+    assert "over the limit of 16 GiB" in capsys.readouterr().err
+    assert main(["validate", str(big), "--max-trial-memory", "64"]) == 0
+    assert main(["validate", str(big), "--max-trial-memory", "inf"]) == 2
