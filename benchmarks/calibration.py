@@ -1,25 +1,47 @@
-"""Calibration of every registered criterion by simulation: CI coverage and false SUPPORTED.
+"""Calibration of every registered criterion by simulation: CI coverage, false SUPPORTED and
+false REFUTED at the boundary of the claimed region, families, and the power paired analysis
+gains.
 
-For each criterion in ``grokverify.stats.CRITERIA`` this simulates many claims (default 1000 per
-setting) from generators with known true effects (``grokverify.stats.simulate``), runs the
-criterion exactly as the harness does, and reports
+For each criterion in ``grokverify.stats.CRITERIA`` this simulates many claims from generators
+with known true effects (``grokverify.stats.simulate``, and the correlated two-arm generators
+below), runs the criterion exactly as the harness does, and reports per setting
 
-* **coverage**: the share of CIs that contain the true effect (nominal 95%; target >= 0.93).
+* **coverage**: the share of CIs that contain the true effect (nominal 95%; target >= 0.94).
   For the two-arm time criteria the true effect is the ratio of the true medians of the
   *observed* time distributions (log-normal, rounded up to the evaluation interval when the
   setting has ties; the Kaplan-Meier median is consistent for it while it lies at or below the
   budget, which every setting keeps). Claims whose CI is undefined (INCONCLUSIVE without a CI)
   are left out of the coverage and counted in ``undef``;
-* **false SUPPORTED**: the share of SUPPORTED verdicts when the true effect lies exactly on the
-  boundary of the claimed region (the least favourable null, e.g. true ratio 0.8 for "at least
-  20% faster"); target <= 0.06. Alternative settings (truth inside the region) report the share
-  SUPPORTED as power instead.
+* **false SUPPORTED and false REFUTED** at a *null* setting: the true effect lies exactly on the
+  boundary θ of the claimed region (the least favourable null, e.g. true ratio 0.8 for "at least
+  20% faster"), where either decided verdict is an error; each is a one-sided test at 2.5%, so
+  the targets are 0.03 (nominal 0.025 plus Monte Carlo error). An *outside* setting (truth
+  beyond θ, outside the region, e.g. true ratio 1.0) counts SUPPORTED as an error and reports
+  the share REFUTED as power; an *alternative* (truth inside the region) reports the share
+  SUPPORTED as power.
 
-Each null setting marked for it is also run **group-sequentially** (`run_sequential`,
-O'Brien-Fleming-type spending, looks at 8, 12, 16, 20 seeds per arm, overall alpha 0.05): its
-false SUPPORTED rate and the coverage of the CI at the look where it stopped. `run_sequential`
-steps through `grokverify.stats.sequential.Rounds`, the object `grokverify run` uses for a
-claim's looks, so this checks the stopping rule users run.
+Paired settings draw the two arms of seed i from a bivariate normal with correlation ρ on the
+log-time (or value) scale (a Gaussian copula), then apply the arm's distribution, rounding to the
+evaluation grid and censoring at the budget as ``simulate.two_arm_times`` does; the truth stays
+the ratio of the observed medians. They set the criterion's ``paired`` parameter, so they run
+only when the criterion has one (the others are listed as SKIPPED). The unpaired settings pass
+``paired: false``; the older settings leave ``paired`` at the criterion's default (independent
+arms).
+
+Families: four ``survival_compare`` members combined with ``grokverify.family.combine`` as the
+pipeline does, with ``claims: all`` (false SUPPORTED at the worst case: one member at θ, three
+clearly inside; false REFUTED when every member is at θ) and ``claims: any`` (a SUPPORTED or
+PARTIAL family counts as supported; every member at θ, and one at θ with three clearly outside).
+They run only when ``combine`` takes ``claims``.
+
+``paired_power_gain`` = P(SUPPORTED) paired / P(SUPPORTED) unpaired for ``survival_compare``
+("at least 20% faster", θ = 0.8) at within-seed correlation 0.75, n = 12 seeds per arm, true
+ratio 0.65, log-normal s = 0.5, no censoring, no ties.
+
+Each setting marked for it is also run **group-sequentially** (`run_sequential`, O'Brien-Fleming-
+type spending, looks at 8, 12, 16, 20 seeds per arm, overall alpha 0.05): its error rates and the
+coverage of the CI at the look where it stopped. `run_sequential` steps through
+`grokverify.stats.sequential.Rounds`, the object `grokverify run` uses for a claim's looks.
 
 Settings cover 8-20 seeds per arm, ties (times rounded up to an evaluation interval), censoring
 up to about 50% of the baseline arm, skewed data for the t-based criteria, and the statistics a
@@ -27,16 +49,22 @@ claim can choose (median / mean / IQM, Spearman / Pearson, absolute / relative m
 ``equivalence`` is run with ``alpha = 0.025`` so that its CI (level ``1 - 2 alpha``) is the 95%
 CI the targets are stated for.
 
-Usage: ``python benchmarks/calibration.py [--quick] [--seed S] [--claims N] [--n-boot B]
-[--workers W]``. The last line is ``coverage_min=... false_supported_max=...`` over all
-criteria, settings and designs. Monte Carlo error of a share near 0.95 from 1000 claims is
-about 0.007.
+Replicates. By default every null, outside and power setting simulates 4000 claims (Monte Carlo
+SE of a rate near 0.025: 0.0025, so 0.025 and 0.035 lie 4 SE apart) and every alternative 1000;
+``--claims N`` sets every setting to N, ``--quick`` to 200 (with n_boot 500). ``--only A,B``
+runs the settings whose "criterion label" (families: "family ...") contains A or B.
+
+Usage: ``python benchmarks/calibration.py [--quick] [--only S] [--seed S] [--claims N]
+[--n-boot B] [--workers W]``. The last line is ``coverage_min=... false_supported_max=...
+false_refuted_max=... paired_power_gain=...`` over every setting and design that ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import gc
+import inspect
 import math
 import multiprocessing
 import sys
@@ -46,7 +74,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtr
 
+from grokverify.family import combine
 from grokverify.stats import CRITERIA, ArmSample, Verdict
 from grokverify.stats import simulate as sim
 from grokverify.stats.sequential import nominal_levels, run_sequential
@@ -55,12 +85,18 @@ LOOKS = (8, 12, 16, 20)
 # the proportion settings without an explicit method run the criterion's default; label it so
 DEFAULT_SHARE_METHOD = "beta"
 SPENDING = "obrien_fleming"
-COVERAGE_TARGET = 0.93
-FALSE_SUPPORTED_TARGET = 0.06
+COVERAGE_TARGET = 0.94
+FALSE_SUPPORTED_TARGET = 0.03
+FALSE_REFUTED_TARGET = 0.03
+NOMINAL_ERROR = 0.025  # each verdict side: a one-sided test at 2.5% (two-sided 95% CI)
+NULL_CLAIMS = 4000  # null / outside / power settings: MC SE at 0.025 is 0.0025
+ALT_CLAIMS = 1000
+QUICK_CLAIMS = 200
+RHO = 0.75  # within-seed correlation of the paired settings (skeptic_sgd at quick scale: 0.75)
 BASE = 1240.0  # baseline true median (steps), off the 50-step evaluation grid
 EVAL = 50.0
 
-Generator = Callable[[np.random.Generator, int], dict[str, ArmSample]]
+Generator = Callable[[np.random.Generator, int], Any]  # arms, or member -> arms (families)
 
 # Analysed causes of known misses: (criterion, label fragment, why, what would fix it). Printed
 # under TARGETS MISSED when a matching setting misses; the criteria themselves are not changed.
@@ -103,8 +139,13 @@ KNOWN_CAUSES: list[tuple[str, str, str]] = [
 class Setting:
     """One simulated situation: a claim (params), a data generator and the true effect.
 
-    ``null``: the truth lies on the boundary of the claimed region, so SUPPORTED is an error.
-    ``sequential``: also run group-sequentially (looks `LOOKS`)."""
+    ``null``: the truth lies on the boundary θ of the claimed region, so SUPPORTED and REFUTED
+    are both errors. ``outside``: the truth lies outside the region (SUPPORTED an error, REFUTED
+    power); neither: an alternative inside the region (SUPPORTED power). ``sequential``: also
+    run group-sequentially (looks `LOOKS`). ``paired``: set the criterion's ``paired``
+    parameter (the setting is skipped when the criterion has none). ``family``: "all" | "any":
+    `generate` returns member -> arms, combined with ``grokverify.family.combine``. ``power``:
+    "paired" | "unpaired", the two settings of ``paired_power_gain``."""
 
     criterion: str
     label: str
@@ -115,6 +156,39 @@ class Setting:
     null: bool
     sequential: bool = False
     exact: Callable[[], tuple[float, float]] | None = None  # (coverage, P(SUPPORTED)), fixed n
+    outside: bool = False
+    paired: bool | None = None
+    family: str | None = None
+    correction: str = "holm"
+    power: str = ""
+
+    @property
+    def group(self) -> str:
+        """The report section: the criterion, or "family" for family claims."""
+        return "family" if self.family else self.criterion
+
+    @property
+    def many(self) -> bool:
+        """Whether an error rate (or the power gain) is measured here: default NULL_CLAIMS."""
+        return self.null or self.outside or bool(self.power)
+
+    def run_params(self) -> dict[str, Any]:
+        return self.params if self.paired is None else {**self.params, "paired": self.paired}
+
+
+def combine_claims() -> bool:
+    """Whether ``grokverify.family.combine`` takes ``claims`` (all | any)."""
+    return "claims" in inspect.signature(combine).parameters
+
+
+def skipped_because(setting: Setting) -> str:
+    """Why the setting cannot run with this grokverify ("" when it can)."""
+    if setting.paired is not None and \
+            "paired" not in CRITERIA[setting.criterion].params_model.model_fields:
+        return f"{setting.criterion} has no 'paired' parameter"
+    if setting.family and not combine_claims():
+        return "grokverify.family.combine has no 'claims' parameter"
+    return ""
 
 
 # ---------------------------------------------------------------- generators (picklable)
@@ -124,6 +198,49 @@ def _times2(rng: np.random.Generator, n: int, ratio: float, sigma: float = 0.5,
             budget: float = math.inf, h: float | None = None,
             weibull: float | None = None) -> dict[str, ArmSample]:
     return sim.two_arm_times(rng, n, BASE, ratio, sigma, budget, h, weibull_shape=weibull)
+
+
+def _bivariate(rng: np.random.Generator, n: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed, a standard bivariate normal pair with correlation rho (baseline, treated)."""
+    z = rng.standard_normal((2, n))
+    return z[0], rho * z[0] + math.sqrt(1.0 - rho * rho) * z[1]
+
+
+def _ctimes2(rng: np.random.Generator, n: int, ratio: float, rho: float, sigma: float = 0.5,
+             budget: float = math.inf, h: float | None = None,
+             weibull: float | None = None) -> dict[str, ArmSample]:
+    """Two arms of times sharing seeds: seed i's normal scores correlate at rho across arms
+    (Gaussian copula), then log-normal(median, sigma) or Weibull(shape) as `_times2`, rounded up
+    to the evaluation interval and censored at the budget."""
+    zb, zt = _bivariate(rng, n, rho)
+    out = {}
+    for name, z, med in (("baseline", zb, BASE), ("treated", zt, BASE * ratio)):
+        if weibull is None:
+            raw = med * np.exp(sigma * z)
+        else:
+            scale = med / math.log(2.0) ** (1.0 / weibull)
+            raw = scale * (-np.log(ndtr(-z))) ** (1.0 / weibull)  # S(t) = Phi(-z)
+        t = sim.discretize(raw, h)
+        observed = t <= budget
+        out[name] = sim.make_arm(name, np.where(observed, t, budget), observed)
+    return out
+
+
+def _cvalues2(rng: np.random.Generator, n: int, dist: str, base: float, treat: float,
+              scale_b: float, scale_t: float, rho: float) -> dict[str, ArmSample]:
+    """Two arms of per-seed values whose normal scores correlate at rho within seed."""
+    zb, zt = _bivariate(rng, n, rho)
+    if dist == "normal":
+        vb, vt = base + scale_b * zb, treat + scale_t * zt
+    else:
+        vb, vt = base * np.exp(scale_b * zb), treat * np.exp(scale_t * zt)
+    return {"baseline": sim.make_arm("baseline", vb), "treated": sim.make_arm("treated", vt)}
+
+
+def _family(rng: np.random.Generator, n: int, ratios: tuple[float, ...],
+            rho: float = 0.0) -> dict[str, dict[str, ArmSample]]:
+    """Family members m1..mk (e.g. tasks), each two arms of log-normal times at its ratio."""
+    return {f"m{i + 1}": _ctimes2(rng, n, r, rho) for i, r in enumerate(ratios)}
 
 
 def _values2(rng: np.random.Generator, n: int, dist: str, base: float, treat: float,
@@ -204,6 +321,31 @@ def build_settings(n_boot: int) -> list[Setting]:
                 tr(BASE, 0.8, EVAL, b45w), 12, True),
         Setting("survival_compare", f"alt ratio 0.5, ties, {_cens(0.5, 0.5, b30, EVAL)}", surv,
                 P(_times2, ratio=0.5, h=EVAL, budget=b30), tr(BASE, 0.5, EVAL, b30), 12, False),
+        # paired (joint resampling of seeds) and declared unpaired, arms correlated within seed
+        Setting("survival_compare", f"paired rho {RHO}, lognormal s=0.5", surv,
+                P(_ctimes2, ratio=0.8, rho=RHO), 0.8, 12, True, sequential=True, paired=True),
+        Setting("survival_compare", "paired rho 0 (independent arms), ties", surv,
+                P(_ctimes2, ratio=0.8, rho=0.0, h=EVAL), tr(BASE, 0.8, EVAL), 12, True,
+                paired=True),
+        Setting("survival_compare", f"paired rho {RHO}, ties, {_cens(0.8, 0.5, b25, EVAL)}",
+                surv, P(_ctimes2, ratio=0.8, rho=RHO, h=EVAL, budget=b25),
+                tr(BASE, 0.8, EVAL, b25), 20, True, sequential=True, paired=True),
+        Setting("survival_compare", f"paired rho {RHO}, heavy: {_cens(0.8, 0.5, b50, EVAL)}",
+                surv, P(_ctimes2, ratio=0.8, rho=RHO, h=EVAL, budget=b50),
+                tr(BASE, 0.8, EVAL, b50), 20, True, paired=True),
+        Setting("survival_compare", f"unpaired (paired: false), rho {RHO}, ties", surv,
+                P(_ctimes2, ratio=0.8, rho=RHO, h=EVAL), tr(BASE, 0.8, EVAL), 12, True,
+                paired=False),
+        Setting("survival_compare", f"ratio 1.0 (outside), paired rho {RHO}", surv,
+                P(_ctimes2, ratio=1.0, rho=RHO), 1.0, 12, False, outside=True, paired=True),
+        Setting("survival_compare", "ratio 1.0 (outside), default analysis, indep.", surv,
+                P(_times2, ratio=1.0), 1.0, 12, False, outside=True),
+        Setting("survival_compare", f"power: ratio 0.65, paired rho {RHO}", surv,
+                P(_ctimes2, ratio=0.65, rho=RHO), 0.65, 12, False, paired=True,
+                power="paired"),
+        Setting("survival_compare", f"power: ratio 0.65, unpaired, rho {RHO}", surv,
+                P(_ctimes2, ratio=0.65, rho=RHO), 0.65, 12, False, paired=False,
+                power="unpaired"),
     ]
 
     # cox_hazard_ratio: Weibull(k=2) arms with proportional hazards; region HR >= 1.25
@@ -230,6 +372,9 @@ def build_settings(n_boot: int) -> list[Setting]:
                 sequential=True),
         Setting("cox_hazard_ratio", f"alt HR 3, ties, {wcens(r_alt, wb30)}", cox,
                 P(_times2, ratio=r_alt, weibull=k, h=20.0, budget=wb30), 3.0, 12, False),
+        Setting("cox_hazard_ratio", f"paired (by seed) rho {RHO}, {wcens(r_null, wb30)}", cox,
+                P(_ctimes2, ratio=r_null, rho=RHO, weibull=k, h=20.0, budget=wb30), 1.25, 12,
+                True, paired=True),
     ]
 
     # scalar_compare: statistic ratio, region <= 0.8 (default min_effect 0.2)
@@ -251,6 +396,17 @@ def build_settings(n_boot: int) -> list[Setting]:
                 P(_times2, ratio=0.8), 0.8, 12, True),
         Setting("scalar_compare", "alt median ratio 0.5, lognormal s=0.5", sc,
                 P(_times2, ratio=0.5), 0.5, 12, False),
+        # paired: per-seed log ratios / differences (common sigma: every ratio truth is 0.8)
+        Setting("scalar_compare", f"median, paired rho {RHO}, lognormal s=0.5", sc,
+                P(_ctimes2, ratio=0.8, rho=RHO), 0.8, 12, True, sequential=True, paired=True),
+        Setting("scalar_compare", "median, paired rho 0 (independent arms), s=0.5", sc,
+                P(_ctimes2, ratio=0.8, rho=0.0), 0.8, 12, True, paired=True),
+        Setting("scalar_compare", f"mean diff., paired rho {RHO}, normal sd 15 (100, 80)",
+                {**sc, "statistic": "mean", "effect": "difference", "min_effect": 20.0},
+                P(_cvalues2, dist="normal", base=100.0, treat=80.0, scale_b=15.0, scale_t=15.0,
+                  rho=RHO), -20.0, 12, True, paired=True),
+        Setting("scalar_compare", f"median, unpaired (paired: false), rho {RHO}", sc,
+                P(_ctimes2, ratio=0.8, rho=RHO), 0.8, 12, True, paired=False),
     ]
 
     # equivalence (alpha 0.025: 95% CI), region [-0.5, 0.5] / [0.8, 1.25] / [-0.5, 0.5]
@@ -275,6 +431,18 @@ def build_settings(n_boot: int) -> list[Setting]:
         Setting("equivalence", "alt: two-arm abs., diff 0, sd 0.5", eq2,
                 P(_values2, dist="normal", base=20.0, treat=20.0, scale_b=0.5, scale_t=0.5),
                 0.0, 12, False),
+        Setting("equivalence", f"two-arm abs., paired rho {RHO}, sd 1, diff = +margin", eq2,
+                P(_cvalues2, dist="normal", base=20.0, treat=20.5, scale_b=1.0, scale_t=1.0,
+                  rho=RHO), 0.5, 12, True, sequential=True, paired=True),
+        Setting("equivalence", "two-arm abs., paired rho 0 (indep.), diff = -margin", eq2,
+                P(_cvalues2, dist="normal", base=20.0, treat=19.5, scale_b=1.0, scale_t=1.0,
+                  rho=0.0), -0.5, 12, True, paired=True),
+        Setting("equivalence", f"two-arm rel. 0.2, paired rho {RHO}, lognormal, 1.25", eq_rel,
+                P(_cvalues2, dist="lognormal", base=1000.0, treat=1250.0, scale_b=0.3,
+                  scale_t=0.3, rho=RHO), 1.25, 12, True, paired=True),
+        Setting("equivalence", f"two-arm abs., unpaired (paired: false), rho {RHO}", eq2,
+                P(_cvalues2, dist="normal", base=20.0, treat=20.5, scale_b=1.0, scale_t=1.0,
+                  rho=RHO), 0.5, 12, True, paired=False),
     ]
 
     # proportion (outcome observed): region share >= threshold
@@ -327,6 +495,19 @@ def build_settings(n_boot: int) -> list[Setting]:
         Setting("value", "alt: mean (bootstrap-t), normal sd 0.2, mean = 10.0", va,
                 P(_values1, dist="normal", loc=10.0, scale=0.2), 10.0, 20, False),
     ]
+
+    # families of 4 survival_compare members ("at least 20% faster" on each of 4 tasks),
+    # independent arms, the default analysis, Holm across members; in: 0.3, out: 1.6
+    out += [
+        Setting("survival_compare", "all: worst case, m1 at θ 0.8, three at 0.3", surv,
+                P(_family, ratios=(0.8, 0.3, 0.3, 0.3)), 0.8, 12, True, family="all"),
+        Setting("survival_compare", "all: every member at θ 0.8", surv,
+                P(_family, ratios=(0.8,) * 4), 0.8, 12, True, family="all"),
+        Setting("survival_compare", "any: every member at θ 0.8", surv,
+                P(_family, ratios=(0.8,) * 4), 0.8, 12, True, family="any"),
+        Setting("survival_compare", "any: worst case, m1 at θ 0.8, three at 1.6", surv,
+                P(_family, ratios=(0.8, 1.6, 1.6, 1.6)), 0.8, 12, True, family="any"),
+    ]
     return out
 
 
@@ -373,17 +554,43 @@ def _covers(ci: tuple[float, float], truth: float) -> bool | None:
     return lo <= truth <= hi
 
 
+def _family_verdict(setting: Setting, params: Any, has_seed: bool, rng: np.random.Generator,
+                    criterion: Any) -> Verdict:
+    """One family claim: every member's criterion, combined as the pipeline does."""
+    results = {}
+    for member, arms in setting.generate(rng, setting.n).items():
+        p = params.model_copy(update={"bootstrap_seed": int(rng.integers(2**31 - 1))}) \
+            if has_seed else params
+        results[member] = criterion.run(p, arms)
+    return combine(results, setting.correction, claims=setting.family).verdict
+
+
 def run_task(index: int, design: str, n_claims: int, seed: int, n_boot: int,
              settings: list[Setting] | None = None) -> Tally:
     """Simulate `n_claims` claims of one setting under one design ("fixed" | "sequential")."""
+    # statsmodels' multipletests (families) calls gc.collect(), whose cost grows with the heap:
+    # move what exists now out of the collector's view (results unchanged, 3-4x faster)
+    gc.freeze()
     setting = (settings or build_settings(n_boot))[index]
     criterion = CRITERIA[setting.criterion]
-    params = criterion.params_model(**setting.params)
+    params = criterion.params_model(**setting.run_params())
     has_seed = "bootstrap_seed" in type(params).model_fields
     rng = np.random.default_rng([seed, index, 0 if design == "fixed" else 1])
     tally = Tally(index, design)
     start = time.perf_counter()
     for _ in range(n_claims):
+        tally.claims += 1
+        if setting.family:
+            verdict = _family_verdict(setting, params, has_seed, rng, criterion)
+            tally.undefined += 1  # a family has no CI
+            tally.seeds_used += setting.n
+            # "any": a PARTIAL family (some member supported) supports the claim
+            supported = verdict == Verdict.SUPPORTED or (
+                setting.family == "any" and verdict == Verdict.PARTIAL)
+            tally.supported += int(supported)
+            tally.refuted += int(verdict == Verdict.REFUTED)
+            tally.verdicts[verdict.value] = tally.verdicts.get(verdict.value, 0) + 1
+            continue
         p = params.model_copy(update={"bootstrap_seed": int(rng.integers(2**31 - 1))}) \
             if has_seed else params
         if design == "fixed":
@@ -396,7 +603,6 @@ def run_task(index: int, design: str, n_claims: int, seed: int, n_boot: int,
                                      functools.partial(sim.first_seeds, full), LOOKS,
                                      kind=SPENDING)
             result, used = outcome.result, outcome.n_used
-        tally.claims += 1
         tally.seeds_used += used
         cov = _covers(result.ci, setting.truth)
         if cov is None:
@@ -414,36 +620,64 @@ def _task_star(args: tuple[int, str, int, int, int]) -> Tally:
     return run_task(*args)
 
 
-def _cost(setting: Setting, design: str) -> float:
+def _cost(setting: Setting, design: str, claims: int) -> float:
     per = {"cox_hazard_ratio": 15.0, "survival_compare": 6.0, "scalar_compare": 5.0}
-    base = per.get(setting.criterion, 1.0)
-    return base * (3.5 * LOOKS[-1] if design == "sequential" else setting.n)
+    base = per.get(setting.criterion, 1.0) * (4 if setting.family else 1)
+    return claims * base * (3.5 * LOOKS[-1] if design == "sequential" else setting.n)
+
+
+def claims_for(setting: Setting, claims: int | None, quick: bool) -> int:
+    """Claims simulated for a setting: --claims, else --quick's, else by what it measures."""
+    if claims:
+        return claims
+    if quick:
+        return QUICK_CLAIMS
+    return NULL_CLAIMS if setting.many else ALT_CLAIMS
+
+
+def selected(setting: Setting, only: str | None) -> bool:
+    """--only: comma-separated fragments of "criterion label" (families: "family ...")."""
+    if not only:
+        return True
+    name = f"{setting.group} {setting.label}"
+    return any(part.strip() and part.strip() in name for part in only.split(","))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="reduced run (200 claims, n_boot 500)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"reduced run ({QUICK_CLAIMS} claims per setting, n_boot 500)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--claims", type=int, default=None, help="claims per setting (default "
-                    "1000; --quick 200)")
+                    f"{NULL_CLAIMS} where an error rate or the power gain is measured, "
+                    f"{ALT_CLAIMS} at alternatives; --quick {QUICK_CLAIMS})")
+    ap.add_argument("--only", default=None, help="comma-separated fragments: run only the "
+                    "settings whose 'criterion label' contains one (e.g. survival_compare, "
+                    "family, paired)")
     ap.add_argument("--n-boot", type=int, default=None, help="bootstrap resamples for the "
                     "bootstrap criteria (default 2000, the criteria's own default; --quick 500)")
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
-    n_claims = args.claims or (200 if args.quick else 1000)
     n_boot = args.n_boot or (500 if args.quick else 2000)
     settings = build_settings(n_boot)
-    tasks = [(i, d) for i, s in enumerate(settings)
-             for d in (("fixed", "sequential") if s.sequential else ("fixed",))]
-    tasks.sort(key=lambda t: -_cost(settings[t[0]], t[1]))
+    skipped = {i: why for i, s in enumerate(settings) if (why := skipped_because(s))}
+    chosen = [i for i, s in enumerate(settings) if selected(s, args.only)]
+    claims = {i: claims_for(settings[i], args.claims, args.quick) for i in chosen}
+    tasks = [(i, d) for i in chosen if i not in skipped
+             for d in (("fixed", "sequential") if settings[i].sequential else ("fixed",))]
+    tasks.sort(key=lambda t: -_cost(settings[t[0]], t[1], claims[t[0]]))
     levels = nominal_levels([n / LOOKS[-1] for n in LOOKS], 0.05, SPENDING)
-    print(f"calibration: {n_claims} claims per setting, seed {args.seed}, n_boot {n_boot}, "
-          f"{args.workers} worker(s), {len(settings)} settings, {len(tasks)} runs")
+    counts = sorted(set(claims.values()), reverse=True)
+    per = f"{counts[0]} claims per setting" if len(counts) == 1 else \
+        f"{counts[0]} / {counts[1]} claims per error-rate or power setting / alternative"
+    print(f"calibration: {per}, seed {args.seed}, n_boot {n_boot}, {args.workers} "
+          f"worker(s), {len(chosen)} of {len(settings)} settings"
+          f"{' (--only ' + args.only + ')' if args.only else ''}, {len(tasks)} runs")
     print(f"sequential: looks {list(LOOKS)} seeds per arm, {SPENDING} spending, alpha 0.05 "
           f"(equivalence: 1 - 2 x 0.025 = 95% CI); nominal levels "
           f"{', '.join(f'{a:.4f}' for a in levels)}")
     t0 = time.perf_counter()
-    jobs = [(i, d, n_claims, args.seed, n_boot) for i, d in tasks]
+    jobs = [(i, d, claims[i], args.seed, n_boot) for i, d in tasks]
     if args.workers > 1:
         with multiprocessing.get_context("fork").Pool(args.workers) as pool:
             tallies = list(pool.imap_unordered(_task_star, jobs))
@@ -451,80 +685,131 @@ def main(argv: list[str] | None = None) -> int:
         tallies = [run_task(*j, settings=settings) for j in jobs]
     wall = time.perf_counter() - t0
     by_key = {(t.index, t.design): t for t in tallies}
-    return report(settings, by_key, wall, n_claims)
+    shown = [(i, settings[i]) for i in chosen]
+    return report(shown, by_key, wall, {i: w for i, w in skipped.items() if i in claims},
+                  filtered=bool(args.only))
 
 
-def _mc(value: float, target: float, claims: int) -> str:
-    """How far a rate is from its target in Monte Carlo standard errors (at the target)."""
+def _mc(value: float, target: float, claims: int, what: str = "the target") -> str:
+    """How far a rate is from `target` in Monte Carlo standard errors (at `target`)."""
     se = math.sqrt(target * (1 - target) / max(claims, 1))
-    return f" ({abs(value - target) / se:.1f} Monte Carlo SE from the target)"
+    return f" ({abs(value - target) / se:.1f} Monte Carlo SE from {what})"
 
 
-def report(settings: list[Setting], by_key: dict[tuple[int, str], Tally], wall: float,
-           n_claims: int) -> int:
+def _se(claims: int) -> float:
+    """Monte Carlo SE of an error rate at the nominal 0.025 from `claims` claims."""
+    return math.sqrt(NOMINAL_ERROR * (1 - NOMINAL_ERROR) / max(claims, 1))
+
+
+def _rate(value: float, error: bool) -> str:
+    return f"{value:.4f}" + ("" if error else "*")
+
+
+def report(shown: list[tuple[int, Setting]], by_key: dict[tuple[int, str], Tally], wall: float,
+           skipped: dict[int, str], filtered: bool = False) -> int:
+    """Per-setting rows by criterion (then families), the misses, and the summary last line."""
     cov_all: list[float] = []
     fs_all: list[float] = []
+    fr_all: list[float] = []
     misses: list[str] = []
     missed: list[tuple[str, str, str]] = []
-    header = (f"  {'setting':<58} {'design':<10} {'n':>3} {'truth':>7} {'cover':>6} "
-              f"{'undef':>5} {'SUPP':>6} {'REFU':>6} {'seeds':>5} {'sec':>5}")
-    for name in CRITERIA:
-        rows = [(i, s) for i, s in enumerate(settings) if s.criterion == name]
+    power: dict[str, float] = {}
+    header = (f"  {'setting':<58} {'design':<10} {'n':>4} {'truth':>7} {'claims':>6} "
+              f"{'cover':>6} {'undef':>5} {'SUPP':>7} {'REFU':>7} {'MC SE':>6} {'seeds':>5} "
+              f"{'sec':>5}")
+    groups = [*CRITERIA, "family"]
+    for name in groups:
+        rows = [(i, s) for i, s in shown if s.group == name]
         print()
         if not rows:
-            print(f"{name}: NO CALIBRATION SETTING (not simulated)")
-            misses.append(f"{name}: not simulated")
-            missed.append((name, "not simulated", ""))
+            if name in CRITERIA and not filtered:
+                print(f"{name}: NO CALIBRATION SETTING (not simulated)")
+                misses.append(f"{name}: not simulated")
+                missed.append((name, "not simulated", ""))
             continue
-        print(f"{name}:")
+        print(f"{name}:" if name != "family" else
+              "family (4 survival_compare members, correction holm, "
+              "grokverify.family.combine(claims=...)):")
         print(header)
-        crit_cov: dict[str, list[float]] = {"fixed": [], "sequential": []}
-        crit_fs: dict[str, list[float]] = {"fixed": [], "sequential": []}
+        crit: dict[str, dict[str, list[float]]] = {
+            d: {"cov": [], "fs": [], "fr": []} for d in ("fixed", "sequential")}
         for i, s in rows:
+            kind = "null" if s.null else "out" if s.outside else "alt"
+            label = f"{kind}: {s.label}"[:58]
+            if i in skipped:
+                print(f"  {label:<58} SKIPPED: {skipped[i]}")
+                continue
             for design in ("fixed", "sequential"):
                 t = by_key.get((i, design))
                 if t is None:
                     continue
                 n = f"{s.n}" if design == "fixed" else f"<={LOOKS[-1]}"
-                kind = "null" if s.null else "alt"
-                supp = f"{t.supported_rate:.3f}" + ("*" if not s.null else "")
-                print(f"  {(kind + ': ' + s.label)[:58]:<58} {design:<10} {n:>3} "
-                      f"{s.truth:>7.4g} {t.coverage:>6.3f} {t.undefined:>5} {supp:>6} "
-                      f"{t.refuted_rate:>6.3f} {t.mean_seeds:>5.1f} {t.seconds:>5.0f}")
+                print(f"  {label:<58} {design:<10} {n:>4} {s.truth:>7.4g} {t.claims:>6} "
+                      f"{t.coverage:>6.3f} {t.undefined:>5} "
+                      f"{_rate(t.supported_rate, s.null or s.outside):>7} "
+                      f"{_rate(t.refuted_rate, not s.outside):>7} {_se(t.claims):>6.4f} "
+                      f"{t.mean_seeds:>5.1f} {t.seconds:>5.0f}")
                 if s.exact is not None and design == "fixed":
                     ec, es = s.exact()
-                    print(f"  {'  exact (binomial enumeration)':<58} {'':<10} {'':>3} {'':>7} "
-                          f"{ec:>6.3f} {'':>5} {es:>6.3f}")
+                    print(f"  {'  exact (binomial enumeration)':<58} {'':<10} {'':>4} {'':>7} "
+                          f"{'':>6} {ec:>6.3f} {'':>5} {es:>7.4f}")
+                if s.power:
+                    power[s.power] = t.supported_rate
+                where = f"{name} [{s.label}, {design}, n={n}, {t.claims} claims]"
                 if not math.isnan(t.coverage):
-                    crit_cov[design].append(t.coverage)
+                    crit[design]["cov"].append(t.coverage)
+                    if t.coverage < COVERAGE_TARGET:
+                        misses.append(f"{where}: coverage {t.coverage:.3f} < {COVERAGE_TARGET}"
+                                      f"{_mc(t.coverage, COVERAGE_TARGET, t.claims)}")
+                        missed.append((s.criterion, s.label, design))
+                if s.null or s.outside:
+                    crit[design]["fs"].append(t.supported_rate)
+                    if t.supported_rate > FALSE_SUPPORTED_TARGET:
+                        misses.append(f"{where}: false SUPPORTED {t.supported_rate:.4f} > "
+                                      f"{FALSE_SUPPORTED_TARGET}"
+                                      + _mc(t.supported_rate, NOMINAL_ERROR, t.claims, "nominal"))
+                        missed.append((s.criterion, s.label, design))
                 if s.null:
-                    crit_fs[design].append(t.supported_rate)
-                if t.coverage < COVERAGE_TARGET or (
-                        s.null and t.supported_rate > FALSE_SUPPORTED_TARGET):
-                    missed.append((name, s.label, design))
-                if t.coverage < COVERAGE_TARGET:
-                    misses.append(f"{name} [{s.label}, {design}, n={n}]: coverage "
-                                  f"{t.coverage:.3f} < {COVERAGE_TARGET}"
-                                  f"{_mc(t.coverage, COVERAGE_TARGET, t.claims)}")
-                if s.null and t.supported_rate > FALSE_SUPPORTED_TARGET:
-                    misses.append(f"{name} [{s.label}, {design}, n={n}]: false SUPPORTED "
-                                  f"{t.supported_rate:.3f} > {FALSE_SUPPORTED_TARGET}"
-                                  f"{_mc(t.supported_rate, FALSE_SUPPORTED_TARGET, t.claims)}")
+                    crit[design]["fr"].append(t.refuted_rate)
+                    if t.refuted_rate > FALSE_REFUTED_TARGET:
+                        misses.append(f"{where}: false REFUTED {t.refuted_rate:.4f} > "
+                                      f"{FALSE_REFUTED_TARGET}"
+                                      + _mc(t.refuted_rate, NOMINAL_ERROR, t.claims, "nominal"))
+                        missed.append((s.criterion, s.label, design))
         parts = []
-        for design in ("fixed", "sequential"):
-            if crit_cov[design] or crit_fs[design]:
-                c = min(crit_cov[design]) if crit_cov[design] else math.nan
-                f = max(crit_fs[design]) if crit_fs[design] else math.nan
-                parts.append(f"{design}: coverage_min {c:.3f}, false_supported_max {f:.3f}")
-                cov_all += crit_cov[design]
-                fs_all += crit_fs[design]
-        print(f"  => {name}: " + "; ".join(parts))
+        for design, v in crit.items():
+            if any(v.values()):
+                c = min(v["cov"]) if v["cov"] else math.nan
+                f = max(v["fs"]) if v["fs"] else math.nan
+                r = max(v["fr"]) if v["fr"] else math.nan
+                parts.append(f"{design}: coverage_min {c:.3f}, false_supported_max {f:.4f}, "
+                             f"false_refuted_max {r:.4f}")
+                cov_all += v["cov"]
+                fs_all += v["fs"]
+                fr_all += v["fr"]
+        if parts:
+            print(f"  => {name}: " + "; ".join(parts))
     print()
-    print(f"(*) alternative: the share SUPPORTED is power, not an error. 'seeds': mean seeds "
-          f"per arm used. Targets: coverage >= {COVERAGE_TARGET}, false SUPPORTED <= "
-          f"{FALSE_SUPPORTED_TARGET}. Monte Carlo SE ~ {math.sqrt(0.05 * 0.95 / n_claims):.3f} "
-          f"at 0.95. Wall time {wall:.0f} s ({sum(t.seconds for t in by_key.values()):.0f} s "
-          f"in workers).")
+    print(f"Rows: null = truth at θ (SUPPORTED and REFUTED are errors); out = truth outside the "
+          f"region (SUPPORTED an error, REFUTED* power); alt = inside (SUPPORTED* power). (*) "
+          f"power, not an error. 'MC SE': Monte Carlo SE of an error rate at the nominal "
+          f"{NOMINAL_ERROR} from that row's claims. 'seeds': mean seeds per arm used. Targets: "
+          f"coverage >= {COVERAGE_TARGET}, false SUPPORTED <= {FALSE_SUPPORTED_TARGET}, false "
+          f"REFUTED <= {FALSE_REFUTED_TARGET} (at θ). Wall time {wall:.0f} s "
+          f"({sum(t.seconds for t in by_key.values()):.0f} s in workers).")
+    if skipped:
+        print(f"SKIPPED ({len(skipped)} settings; they need a newer grokverify): "
+              + "; ".join(sorted(set(skipped.values()))))
+    gain = math.nan
+    if "paired" in power and "unpaired" in power:
+        pp, pu = power["paired"], power["unpaired"]
+        gain = pp / pu if pu > 0 else math.inf
+        print(f"paired power gain (survival_compare, 'at least 20% faster', θ 0.8; true ratio "
+              f"0.65, within-seed correlation {RHO}, n = 12, lognormal s=0.5, no censoring): "
+              f"P(SUPPORTED) paired {pp:.4f} / unpaired {pu:.4f} = {gain:.2f}")
+    else:
+        print("paired power gain: not measured (the power settings were skipped or not "
+              "selected)")
     if misses:
         print(f"TARGETS MISSED ({len(misses)}):")
         for m in misses:
@@ -542,7 +827,9 @@ def report(settings: list[Setting], by_key: dict[tuple[int, str], Tally], wall: 
         print("all targets met")
     cmin = min(cov_all) if cov_all else math.nan
     fmax = max(fs_all) if fs_all else math.nan
-    print(f"coverage_min={cmin:.3f} false_supported_max={fmax:.3f}")
+    rmax = max(fr_all) if fr_all else math.nan
+    print(f"coverage_min={cmin:.3f} false_supported_max={fmax:.4f} "
+          f"false_refuted_max={rmax:.4f} paired_power_gain={gain:.2f}")
     return 0
 
 

@@ -175,9 +175,14 @@ def _arms_table(run: ClaimRun) -> Table:
 
 
 def _effect_line(res: CriterionResult) -> str:
-    p = format_number(res.p_value) if res.p_value is not None else "—"
+    """The effect and CI, the p's against θ that go with the verdict, then the criterion's own
+    p under its label (usually a no-effect test, which never decides)."""
+    from grokverify.stats.base import p_against_words
+
+    own = (f"; {res.test.split(' (')[0]} p = {format_number(res.p_value)} ({res.p_value_label})"
+           if res.p_value is not None else "")
     return (f"{res.effect_label} = {format_number(res.estimate)}, {res.ci_level * 100:.4g}% CI "
-            f"{format_ci(res.ci)}, {res.test.split(' (')[0]} p = {p}")
+            f"{format_ci(res.ci)}; {p_against_words(res.to_dict())}{own}")
 
 
 def _print_run(run: ClaimRun, console: Console) -> None:
@@ -191,7 +196,8 @@ def _print_run(run: ClaimRun, console: Console) -> None:
             console.print(f"  {escape(m.member)}: {m.verdict.value}  "
                           f"{escape(_effect_line(m.result))}")
         console.print(f"[{style}]{run.verdict.value}[/{style}]  family of "
-                      f"{len(run.family.members)} ({run.family.correction} correction)")
+                      f"{len(run.family.members)} (claims: {run.family.claims}; "
+                      f"{run.family.correction} correction)")
     console.print(f"  {escape(run.reason)}")
     console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
                   f"report: {escape(str(run.report_dir / 'report.md'))}")

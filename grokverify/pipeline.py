@@ -189,7 +189,8 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> None:
         run.samples.setdefault(plan.member, {})[plan.arm] = sample
     run.results = {member: criterion.run(params, samples)
                    for member, samples in run.samples.items()}
-    run.family = combine(run.results, claim.family.correction) if claim.family else None
+    run.family = (combine(run.results, claim.family.correction, claim.family.claims)
+                  if claim.family else None)
 
 
 def _open_look(run: ClaimRun) -> Look:

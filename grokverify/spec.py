@@ -259,10 +259,18 @@ class ScaleSpec(StrictModel):
 
 
 class FamilySpec(StrictModel):
-    """One comparison per member (e.g. per task), corrected for multiplicity across members."""
+    """One comparison per member (e.g. per task), combined into one verdict by what the family
+    claims (`grokverify.family`): ``all`` (the effect holds on every member) or ``any`` (on some
+    members: which ones). No ``each``: in English it reads as "all" as readily as "any"."""
 
+    claims: Literal["all", "any"] = Field(
+        "all", description="all: the effect holds on every member (intersection-union test: "
+                           "SUPPORTED when every member is at the nominal level; REFUTED when "
+                           "any member is after the correction); any: on some members (PARTIAL "
+                           "lists those supported after the correction)")
     correction: Literal["holm", "bonferroni", "none"] = Field(
-        "holm", description="statsmodels multipletests method applied across members")
+        "holm", description="statsmodels multipletests method applied across members: to "
+                            "every verdict under claims: any, to refutation under claims: all")
     members: dict[Name, dict[str, Any]] = Field(
         description="member name -> partial experiment applied to every arm (at least 2)")
 
@@ -429,7 +437,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
                                         dotted(("scales", scale_name, "arms", arm)),
                                         f"no arm named {arm!r}; arms are {sorted(claim.arms)}"))
     crit = CRITERION_SPECS[claim.criterion.name]
-    problems += _kind_problems(claim, file, lines)
+    problems += _kind_problems(claim, file, lines) + _family_problems(claim, file, lines)
     for arm in crit.arms_of(claim.criterion):
         if arm not in claim.arms:
             where = _find_value(data.get("criterion", {}), arm)
@@ -496,6 +504,19 @@ def _kind_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
                f"{metric.kind} metric ({KIND_WORDS[metric.kind]}): judge it with "
                f"{', '.join(takers)}")
     return [Problem(file, lines.line_of(("metric", "name")), "metric.name", message)]
+
+
+def _family_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    """A family combines its members' p-values against θ: a criterion whose results carry none
+    (`CriterionSchema.family_ok`) would give an INCONCLUSIVE family whatever the data say."""
+    schema = CRITERION_SPECS[claim.criterion.name]
+    if claim.family is None or schema.family_ok:
+        return []
+    takers = ", ".join(s.name for s in CRITERION_SPECS.values() if s.family_ok)
+    return [Problem(file, lines.line_of(("family",)), "family",
+                    f"criterion {schema.name!r} gives no one-sided p-values against the "
+                    f"boundary of its claimed region, so its members cannot be combined into a "
+                    f"family; families take {takers}")]
 
 
 def _claim_metrics(claim: Claim) -> list[tuple[Path_, _Metric]]:

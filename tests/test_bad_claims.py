@@ -49,7 +49,7 @@ REQUIRED = {
     "type_float_string", "type_min_effect_inf", "limit_p_huge", "limit_hidden_huge",
     "limit_seeds_huge", "limit_n_boot_huge", "limit_bootstrap_seed_negative", "limit_steps_huge",
     "limit_id_too_long", "limit_arm_name_injection", "limit_batch_larger_than_train",
-    "limit_trial_memory", "limit_trial_flops",
+    "limit_trial_memory", "limit_trial_flops", "family_claims_each",
 }
 
 # words of pydantic's or pyyaml's internals that a claim author should never have to read

@@ -1,11 +1,13 @@
 """Simulators with known truths, and a reduced run of benchmarks/calibration.py.
 
-The reduced calibration simulates 150 claims per setting (instead of 1000) for
-``survival_compare`` (ties and ~25% censoring, 20 seeds per arm; fixed and group-sequential)
-and ``scalar_compare`` (median, 8 seeds per arm), each with the true effect on the boundary of
-the claimed region. With 150 claims the Monte Carlo SE of a coverage near 0.95 is ~0.018 and of
-a rate near 0.025 ~0.013, so the bounds are loose: coverage >= 0.88 and false SUPPORTED <= 0.10
-(the full benchmark's targets are 0.93 and 0.06).
+The reduced calibration simulates 150 claims per setting (the full benchmark: 4000 where an
+error rate is measured) for ``survival_compare`` (ties and ~25% censoring, 20 seeds per arm;
+fixed and group-sequential) and ``scalar_compare`` (median, 8 seeds per arm), each with the true
+effect on the boundary θ of the claimed region. With 150 claims the Monte Carlo SE of a coverage
+near 0.95 is ~0.018 and of a rate near 0.025 ~0.013, so the bounds are loose: coverage >= 0.88,
+false SUPPORTED and false REFUTED <= 0.10 (the full benchmark's targets are 0.94 and 0.03). The
+paired, family and ratio-1.0 settings are exercised with a handful of claims: the machinery, not
+the targets.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def test_rounding_and_observed_median() -> None:
                                   eval_interval=50.0)
     assert np.all(t % 50 == 0) and o.all()
     assert sim.observed_median(1240.0, 50.0) == 1250.0
-    assert sim.observed_median(1250.0, 50.0) == 1300.0  # on the grid: S(1250) is exactly 0.5
+    # on the grid: S(1250) is exactly 0.5, so the KM convention takes the midpoint with 1300
+    assert sim.observed_median(1250.0, 50.0) == 1275.0
     assert sim.observed_median(1240.0, 50.0, budget=1200.0) == math.inf
     # the first grid point with S < 0.5, as the Kaplan-Meier convention
     assert np.mean(t > 1250.0) < 0.5 < np.mean(t > 1200.0)
@@ -116,19 +119,85 @@ def test_reduced_calibration(calibration: ModuleType) -> None:
         assert tally.claims == 150
         assert tally.coverage >= 0.88, label
         assert tally.supported_rate <= 0.10, label
+        assert tally.refuted_rate <= 0.10, label
         if design == "sequential":
             assert tally.mean_seeds <= 20
+
+
+def test_correlated_two_arm_times(calibration: ModuleType) -> None:
+    """The Gaussian-copula arms: log times correlate at rho within seed, the medians keep their
+    ratio, times lie on the grid and are censored at the budget."""
+    rng = np.random.default_rng(5)
+    arms = calibration._ctimes2(rng, 40000, ratio=0.8, rho=0.75)
+    b, t = arms["baseline"], arms["treated"]
+    assert b.seeds == t.seeds
+    assert np.corrcoef(np.log(b.values), np.log(t.values))[0, 1] == pytest.approx(0.75, abs=0.01)
+    assert np.median(t.values) / np.median(b.values) == pytest.approx(0.8, rel=0.02)
+    budget = calibration._grid_budget(calibration.BASE, 0.5, 0.25, 50.0)
+    arms = calibration._ctimes2(rng, 40000, ratio=0.8, rho=0.75, h=50.0, budget=budget)
+    b = arms["baseline"]
+    assert np.all(b.values % 50 == 0) and np.all(b.values <= budget)
+    assert (~b.observed).mean() == pytest.approx(
+        sim.censored_fraction(calibration.BASE, 0.5, budget, 50.0), abs=0.01)
+    v = calibration._cvalues2(rng, 40000, "normal", 100.0, 80.0, 15.0, 15.0, rho=0.75)
+    assert np.corrcoef(v["baseline"].values, v["treated"].values)[0, 1] == pytest.approx(
+        0.75, abs=0.01)
+
+
+def test_settings_cover_paired_families_and_ratio_one(calibration: ModuleType) -> None:
+    settings = calibration.build_settings(200)
+    surv = [s for s in settings if s.criterion == "survival_compare" and not s.family]
+    assert any(s.paired for s in surv) and any(s.paired is False for s in surv)
+    assert any(s.outside and s.truth == 1.0 for s in surv)
+    assert {s.power for s in surv} >= {"paired", "unpaired"}
+    assert {s.family for s in settings if s.family} == {"all", "any"}
+    for name in ("scalar_compare", "equivalence"):
+        assert any(s.paired and s.null for s in settings if s.criterion == name)
+    # replicate counts: error-rate settings get enough claims to tell 0.025 from 0.035
+    null = next(s for s in settings if s.null)
+    alt = next(s for s in settings if not (s.null or s.outside or s.power))
+    assert calibration.claims_for(null, None, False) >= 4000
+    assert calibration.claims_for(alt, None, False) == calibration.ALT_CLAIMS
+    assert calibration.claims_for(null, 7, True) == 7
+    assert calibration.selected(null, "survival_compare") == (null.criterion == "survival_compare")
+    fam = next(s for s in settings if s.family)
+    assert calibration.selected(fam, "family") and not calibration.selected(fam, "value")
+
+
+def test_family_and_paired_tasks_run(calibration: ModuleType) -> None:
+    """A few claims of a family, a paired and the ratio-1.0 setting, or the reason they skip."""
+    settings = calibration.build_settings(200)
+    picks = [next(i for i, s in enumerate(settings) if s.family == "all"),
+             next(i for i, s in enumerate(settings) if s.paired and s.criterion ==
+                  "survival_compare" and s.null),
+             next(i for i, s in enumerate(settings) if s.outside and s.paired)]
+    for index in picks:
+        why = calibration.skipped_because(settings[index])
+        if why:
+            assert "no 'paired' parameter" in why or "no 'claims' parameter" in why
+            continue
+        tally = calibration.run_task(index, "fixed", 4, 3, 200, settings=settings)
+        assert tally.claims == 4 and sum(tally.verdicts.values()) == 4
+        if settings[index].family:
+            assert tally.undefined == 4  # a family has no CI
 
 
 def test_benchmark_runs_end_to_end(calibration: ModuleType,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A tiny full pass (3 claims per setting, one process): every registered criterion is
-    simulated, and the last line has the documented form."""
+    simulated, families and the power gain are reported (or skipped with a reason), and the last
+    line has the documented form."""
     assert calibration.main(["--claims", "3", "--n-boot", "200", "--workers", "1"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert out[-1].startswith("coverage_min=") and " false_supported_max=" in out[-1]
+    last = out[-1].split()
+    assert [w.split("=")[0] for w in last] == [
+        "coverage_min", "false_supported_max", "false_refuted_max", "paired_power_gain"]
     assert not any("NO CALIBRATION SETTING" in line for line in out)
     from grokverify.stats import CRITERIA
 
     for name in CRITERIA:
         assert f"{name}:" in out
+    assert any(line.startswith("family (") for line in out)
+    assert any("ratio 1.0 (outside)" in line for line in out)
+    assert any(line.startswith("paired power gain") for line in out)
+    assert any("claims" in line and "MC SE" in line for line in out)

@@ -271,7 +271,7 @@ def test_iqm_and_statistics_hand_computed() -> None:
 
 def test_scalar_bca_matches_scipy() -> None:
     b, t = lognormal("b", 1000, seed=4), lognormal("t", 600, seed=5)
-    res = run(scalar(statistic="mean", n_boot=999, bootstrap_seed=7), b, t)
+    res = run(scalar(statistic="mean", n_boot=999, bootstrap_seed=7, paired=False), b, t)
 
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.mean(y, axis=axis) / np.mean(x, axis=axis)
@@ -291,7 +291,7 @@ def test_scalar_bca_matches_scipy() -> None:
 
 def test_scalar_median_bca_is_not_expanded() -> None:
     b, t = lognormal("b", 1000, n=12, seed=4), lognormal("t", 600, n=9, seed=5)
-    res = run(scalar(statistic="median", n_boot=999, bootstrap_seed=7), b, t)
+    res = run(scalar(statistic="median", n_boot=999, bootstrap_seed=7, paired=False), b, t)
 
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.median(y, axis=axis) / np.median(x, axis=axis)
@@ -304,7 +304,7 @@ def test_scalar_median_bca_is_not_expanded() -> None:
 
 def test_scalar_iqm_expanded_level_uses_smallest_arm() -> None:
     b, t = lognormal("b", 1000, n=12, seed=4), lognormal("t", 600, n=9, seed=5)
-    res = run(scalar(statistic="iqm", n_boot=999, bootstrap_seed=7), b, t)
+    res = run(scalar(statistic="iqm", n_boot=999, bootstrap_seed=7, paired=False), b, t)
 
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return sps.trim_mean(y, 0.25, axis=axis) / sps.trim_mean(x, 0.25, axis=axis)
@@ -377,7 +377,7 @@ T_EQ = arm("t", [10.3, 10.1, 9.6, 10.2, 10.0, 9.9, 10.4, 10.6])
 
 @pytest.mark.parametrize("usevar", ["unequal", "pooled"])
 def test_equivalence_matches_ttost_ind(usevar: str) -> None:
-    res = run(equiv(margin=0.5, usevar=usevar), B_EQ, T_EQ)
+    res = run(equiv(margin=0.5, usevar=usevar, paired=False), B_EQ, T_EQ)
     assert res.p_value == pytest.approx(
         ttost_ind(T_EQ.values, B_EQ.values, -0.5, 0.5, usevar=usevar)[0], rel=1e-12)
     cm = CompareMeans(DescrStatsW(T_EQ.values), DescrStatsW(B_EQ.values))
@@ -389,7 +389,7 @@ def test_equivalence_matches_ttost_ind(usevar: str) -> None:
 
 
 def test_equivalence_relative_matches_ttost_ind_log() -> None:
-    res = run(equiv(margin=0.2, margin_kind="relative"), B_EQ, T_EQ)
+    res = run(equiv(margin=0.2, margin_kind="relative", paired=False), B_EQ, T_EQ)
     ref = ttost_ind(T_EQ.values, B_EQ.values, 0.8, 1.25, usevar="unequal", transform=np.log)[0]
     assert res.p_value == pytest.approx(ref, rel=1e-12)
     gm = np.exp(np.log(T_EQ.values).mean() - np.log(B_EQ.values).mean())

@@ -1,52 +1,187 @@
-"""Family claims: per-member results, multiplicity correction, one family verdict."""
+"""Family claims: per-member results, what the family claims (all | any), multiplicity
+correction, one family verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from rich.console import Console
 from statsmodels.stats.multitest import multipletests
+from test_p_against_theta import Case, arm, normal, run_case, times
 
+from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.family import combine
 from grokverify.pipeline import RunOptions, run_claims
 from grokverify.spec import load_claim
 from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import verdict_from_p
 from grokverify.stats.survival import SurvivalCompareParams
 from grokverify.yamlio import SpecError
 
 
-def _result(p_support: float | None, p_refute: float | None) -> CriterionResult:
+def _result(p_support: float | None, p_refute: float | None,
+            verdict: Verdict | None = None) -> CriterionResult:
+    """A member whose own verdict is its p's (as a criterion's CI gives), unless `verdict`."""
     return CriterionResult(
         criterion="survival_compare", effect_label="x", estimate=0.5, ci=(0.4, 0.6),
         ci_level=0.95, p_value=0.01, test="t", threshold=0.8, claimed_region="r",
-        verdict=Verdict.INCONCLUSIVE, reason="r", arms=[], details={},
-        p_support=p_support, p_refute=p_refute)
+        verdict=verdict or verdict_from_p(p_support, p_refute, 0.025), reason="r", arms=[],
+        details={}, p_support=p_support, p_refute=p_refute)
 
 
-def test_holm_adjusts_across_members_and_partial_is_reported() -> None:
+def test_holm_adjusts_across_members_and_any_lists_the_supported() -> None:
     p = [0.001, 0.01, 0.02, 0.03]
     results = {f"m{i}": _result(v, 0.9) for i, v in enumerate(p)}
-    fam = combine(results, "holm")
+    fam = combine(results, "holm", "any")
     expected = multipletests(p, alpha=0.025, method="holm")[1]
     assert [m.p_support_adj for m in fam.members] == pytest.approx(expected)
     assert [m.verdict for m in fam.members] == [Verdict.SUPPORTED] + [Verdict.INCONCLUSIVE] * 3
-    assert fam.verdict == Verdict.PARTIAL and "m0" in fam.reason and "m3" in fam.reason
-    unadjusted = combine(results, "none")
+    assert fam.verdict == Verdict.PARTIAL and fam.claims == "any"
+    assert "supported for m0; inconclusive for m1, m2, m3" in fam.reason
+    unadjusted = combine(results, "none", "any")
     assert [m.verdict for m in unadjusted.members][:3] == [Verdict.SUPPORTED] * 3
+    assert unadjusted.verdict == Verdict.PARTIAL and "supported for m0, m1, m2" in \
+        unadjusted.reason
 
 
 def test_family_verdicts_all_supported_all_refuted_and_mixed() -> None:
-    assert combine({"a": _result(0.001, 0.99), "b": _result(0.002, 0.99)},
-                   "holm").verdict == Verdict.SUPPORTED
-    assert combine({"a": _result(0.99, 0.001), "b": _result(0.99, 0.002)},
+    for claims in ("all", "any"):
+        assert combine({"a": _result(0.001, 0.99), "b": _result(0.002, 0.99)}, "holm",
+                       claims).verdict == Verdict.SUPPORTED
+        assert combine({"a": _result(0.99, 0.001), "b": _result(0.99, 0.002)}, "holm",
+                       claims).verdict == Verdict.REFUTED
+    # one refuted member refutes "all"; under "any" it is one of the members not supported
+    assert combine({"a": _result(0.99, 0.001), "b": _result(0.5, 0.5)},
                    "holm").verdict == Verdict.REFUTED
-    mixed = combine({"a": _result(0.99, 0.001), "b": _result(0.5, 0.5)}, "holm")
+    mixed = combine({"a": _result(0.99, 0.001), "b": _result(0.5, 0.5)}, "holm", "any")
     assert mixed.verdict == Verdict.INCONCLUSIVE and "refuted for a" in mixed.reason
-    no_p = combine({"a": _result(None, None), "b": _result(0.001, 0.9)}, "holm")
+    no_p = combine({"a": _result(None, None), "b": _result(0.001, 0.9)}, "holm", "any")
     assert [m.verdict for m in no_p.members] == [Verdict.INCONCLUSIVE, Verdict.SUPPORTED]
+    assert no_p.members[1].p_support_adj == pytest.approx(0.002)  # a counts as p = 1
+
+
+def test_four_members_at_p_002_support_all_but_not_holm_any() -> None:
+    """The intersection-union test needs no correction to support "all"; Holm would make
+    every member 0.08 and support nothing."""
+    results = {f"task{i}": _result(0.02, 0.98) for i in range(4)}
+    every = combine(results, "holm", "all")
+    assert every.verdict == Verdict.SUPPORTED and "intersection-union" in every.reason
+    assert [m.p_support_adj for m in every.members] == [0.02] * 4  # support is not corrected
+    some = combine(results, "holm", "any")
+    assert some.verdict == Verdict.INCONCLUSIVE
+    assert [m.p_support_adj for m in some.members] == pytest.approx([0.08] * 4)
+
+
+def test_refutation_of_all_is_corrected_across_members() -> None:
+    """One member at p_refute 0.02 refutes "all" unadjusted, not after Holm over four."""
+    results = {"a": _result(0.98, 0.02), **{f"b{i}": _result(0.5, 0.5) for i in range(3)}}
+    assert combine(results, "none", "all").verdict == Verdict.REFUTED
+    holm = combine(results, "holm", "all")
+    assert holm.verdict == Verdict.INCONCLUSIVE and holm.members[0].p_refute_adj == \
+        pytest.approx(0.08)
+
+
+def test_reason_names_supported_members_and_never_says_none_is() -> None:
+    results = {"add": _result(0.001, 0.99), "mul": _result(0.3, 0.7), "div": _result(0.5, 0.5)}
+    for claims in ("all", "any"):
+        fam = combine(results, "holm", claims)
+        assert "No member is supported" not in fam.reason
+        assert "supported for add" in fam.reason and "inconclusive for mul, div" in fam.reason
+    assert combine(results, "holm", "all").verdict == Verdict.INCONCLUSIVE
+    assert combine(results, "holm", "any").verdict == Verdict.PARTIAL
+    assert combine(results, "holm").to_dict()["claims"] == "all"
+
+
+def test_a_family_never_strengthens_a_withheld_member() -> None:
+    """A member whose criterion withheld its verdict (lower-bound rule) stays INCONCLUSIVE."""
+    withheld = _result(0.001, 0.99, Verdict.INCONCLUSIVE)
+    fam = combine({"a": withheld, "b": _result(0.001, 0.99)}, "none", "all")
+    assert [m.verdict for m in fam.members] == [Verdict.INCONCLUSIVE, Verdict.SUPPORTED]
+    assert fam.verdict == Verdict.INCONCLUSIVE and "a (verdict withheld" in fam.reason
+
+
+# ---------------------------------------------------------------- every criterion kind
+
+
+def _two_arm(params: dict[str, Any], b: Callable[[int], ArmSample],
+             t: Callable[[int, bool], ArmSample]) -> Callable[[int, bool], Case]:
+    return lambda seed, inside: (params, [b(seed), t(seed, inside)])
+
+
+# criterion -> (member seed, inside the claimed region?) -> a clear-cut dataset
+CLEAR: dict[str, Callable[[int, bool], Case]] = {
+    "survival_compare": _two_arm(
+        {"name": "survival_compare", "baseline": "b", "treated": "t", "direction": "less",
+         "min_effect": 0.2, "n_boot": 400},
+        lambda s: times("b", 1000, 10 * s, n=24),
+        lambda s, inside: times("t", 400 if inside else 2000, 10 * s + 1, n=24)),
+    "cox_hazard_ratio": _two_arm(
+        {"name": "cox_hazard_ratio", "baseline": "b", "treated": "t", "direction": "less"},
+        lambda s: times("b", 1000, 10 * s, n=30),
+        lambda s, inside: times("t", 450 if inside else 2200, 10 * s + 1, n=30)),
+    "scalar_compare": _two_arm(
+        {"name": "scalar_compare", "baseline": "b", "treated": "t", "direction": "less",
+         "n_boot": 400},
+        lambda s: times("b", 1000, 10 * s, n=24),
+        lambda s, inside: times("t", 450 if inside else 1800, 10 * s + 1, n=24)),
+    "equivalence": _two_arm(
+        {"name": "equivalence", "baseline": "b", "treated": "t", "margin": 1.0},
+        lambda s: normal("b", 5.0, 10 * s, n=40),
+        lambda s, inside: normal("t", 5.0 if inside else 8.0, 10 * s + 1, n=40)),
+    "proportion": lambda s, inside: (
+        {"name": "proportion", "arm": "a", "direction": "greater", "threshold": 0.5},
+        [arm("a", np.arange(20.0) + s, np.arange(20) < (19 if inside else 1))]),
+    "correlation": lambda s, inside: (
+        {"name": "correlation", "arm": "a", "x": "val_threshold_step",
+         "y": "train_threshold_step", "direction": "positive", "min_effect": 0.3},
+        [arm("a", x := np.random.default_rng(s).uniform(0, 1, 30),
+             extra={"train_threshold_step": (1 if inside else -1) * x +
+                    np.random.default_rng(s + 1).normal(0, 0.03, 30)})]),
+    "value": lambda s, inside: (
+        {"name": "value", "arm": "a", "target": 3.0, "tol": 1.0, "n_boot": 400},
+        [normal("a", 3.0 if inside else 6.0, 10 * s, n=40)]),
+}
+
+
+def _members(name: str, refuted: str | None = None) -> dict[str, CriterionResult]:
+    """Three members of clear-cut data for criterion `name`; `refuted` lies outside."""
+    if not CRITERION_SPECS[name].family_ok:
+        pytest.skip(f"{name} declares family_ok=False: a family of it is refused at load")
+    out = {}
+    for seed, member in enumerate(("add", "mul", "div")):
+        res = run_case(*CLEAR[name](seed, member != refuted))
+        assert res.verdict == (Verdict.REFUTED if member == refuted else Verdict.SUPPORTED), \
+            f"{name} {member}: {res.reason}"
+        out[member] = res
+    return out
+
+
+def test_every_criterion_has_clear_data() -> None:
+    assert set(CLEAR) == set(CRITERIA)
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+def test_family_of_each_criterion_supported_members_is_supported(name: str) -> None:
+    members = _members(name)
+    for claims in ("all", "any"):
+        fam = combine(members, "holm", claims)
+        assert fam.verdict == Verdict.SUPPORTED, fam.reason
+        assert [m.verdict for m in fam.members] == [Verdict.SUPPORTED] * 3
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+def test_one_refuted_member_refutes_an_all_family(name: str) -> None:
+    fam = combine(_members(name, refuted="mul"), "holm", "all")
+    assert fam.verdict == Verdict.REFUTED, fam.reason
+    assert "refuted for mul" in fam.reason and "supported for add, div" in fam.reason
+    partial = combine(_members(name, refuted="mul"), "holm", "any")
+    assert partial.verdict == Verdict.PARTIAL and "supported for add, div" in partial.reason
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -64,8 +199,9 @@ def test_single_member_without_correction_agrees_with_the_ci_rule(seed: int) -> 
         params = SurvivalCompareParams(name="survival_compare", baseline="b", treated="t",
                                        direction=direction, min_effect=m, n_boot=400)
         result = CRITERIA["survival_compare"].run(params, arms)
-        member = combine({"only": result}, "none").members[0]
-        assert member.verdict == result.verdict
+        for claims in ("all", "any"):
+            member = combine({"only": result}, "none", claims).members[0]
+            assert member.verdict == result.verdict
 
 
 FAMILY = """
@@ -102,6 +238,31 @@ def test_bad_family_member_names_its_path_and_line(tmp_path: Path, tiny_claim: P
     assert f"{path}:{line}: family.members.big.task.pp: unknown key 'pp'" in str(err.value)
 
 
+def test_family_claims_all_by_default_and_any_when_declared(tmp_path: Path,
+                                                            tiny_claim: Path) -> None:
+    path = _family_claim(tmp_path, tiny_claim, "big: {task: {p: 12}}")
+    loaded = load_claim(path)
+    assert loaded.claim.family is not None and loaded.claim.family.claims == "all"
+    path.write_text(path.read_text().replace("  correction: holm", "  claims: any\n"
+                                                                     "  correction: holm"))
+    loaded = load_claim(path)
+    assert loaded.claim.family is not None and loaded.claim.family.claims == "any"
+
+
+def test_family_of_an_uncombinable_criterion_is_refused_at_load(
+        tmp_path: Path, tiny_claim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A criterion whose schema declares family_ok=False (no p against θ) cannot be a family."""
+    name = load_claim(tiny_claim).claim.criterion.name
+    monkeypatch.setitem(CRITERION_SPECS, name,
+                        dataclasses.replace(CRITERION_SPECS[name], family_ok=False))
+    path = _family_claim(tmp_path, tiny_claim, "big: {task: {p: 12}}")
+    with pytest.raises(SpecError) as err:
+        load_claim(path)
+    line = path.read_text().splitlines().index("family:") + 1
+    assert f"{path}:{line}: family: criterion {name!r} gives no one-sided p-values" in \
+        str(err.value)
+
+
 def test_family_run_reports_a_row_per_member(tmp_path: Path, tiny_claim: Path) -> None:
     loaded = load_claim(_family_claim(tmp_path, tiny_claim, "lr_up: {optimizer: {lr: 0.004}}"))
     opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
@@ -114,4 +275,5 @@ def test_family_run_reports_a_row_per_member(tmp_path: Path, tiny_claim: Path) -
     assert {"small/c1", "small/c10", "lr_up/c1", "lr_up/c10"} == set(result["arms"])
     report = (tmp_path / "reports" / "tiny" / "report.md").read_text()
     assert "| small |" in report and "| lr_up |" in report and "Family verdict" in report
-    assert "`holm`" in report
+    assert "`holm`" in report and "`claims: all`" in report and "p(support) = " in report
+    assert result["family"]["claims"] == "all"

@@ -199,7 +199,7 @@ def test_value_metric_claim_reports_its_values_not_survival(tmp_path: Path,
         "metric: {name: curve_mean, curve: val_loss, start: 100, end: 300}")
     text = text[:text.index("criterion:")] + (
         "criterion: {name: scalar_compare, baseline: c1, treated: c10, direction: less, "
-        "effect: difference, min_effect: 0.01, statistic: mean, n_boot: 200}\n")
+        "effect: difference, min_effect: 0.01, statistic: mean, n_boot: 200, paired: false}\n")
     path = tmp_path / "value.yaml"
     path.write_text(text)
     (run,) = run_claims([load_claim(path)], _opts(tmp_path, seeds=3), QUIET)

@@ -208,6 +208,8 @@ def test_report_markdown_cannot_be_broken_by_claim_text(tmp_path: Path) -> None:
         row["name"] = rename[row["name"]]
     for row in res["per_seed"]:
         row["arm"] = rename[row["arm"]]
+    for role in ("baseline", "treated"):
+        res["criterion"][role] = rename[res["criterion"][role]]
     hostile = render_markdown(res)
 
     assert _blocks(hostile) == _blocks(plain)

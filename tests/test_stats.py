@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pydantic
@@ -58,10 +59,10 @@ def random_censored(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
 @pytest.mark.parametrize(
     ("times", "observed", "expected"),
     [
-        # S = .75, .5, .25, 0 -- statsmodels wants S strictly below 0.5 (and the float product
-        # at t=2 is 0.5000000000000001), so the median is 3, not 2.
-        ([1, 2, 3, 4], [1, 1, 1, 1], 3.0),
-        ([1, 2], [1, 1], 2.0),  # S(1) = 0.5 exactly, not below: median is the next event
+        # S = .75, .5, .25, 0 -- S(2) = 0.5 (the float product is 0.5000000000000001, within
+        # the tolerance): the midpoint of 2 and the next event time 3, as R's survfit.
+        ([1, 2, 3, 4], [1, 1, 1, 1], 2.5),
+        ([1, 2], [1, 1], 1.5),  # S(1) = 0.5 exactly: the midpoint of 1 and the next event
         ([1, 2, 3], [1, 1, 1], 2.0),  # S = 2/3, 1/3
         # S(1)=.8; t=2: one event, one censoring, n=4 -> .6; t=3: n=2 -> .3
         ([1, 2, 2, 3, 4], [1, 0, 1, 1, 0], 3.0),
@@ -229,10 +230,29 @@ def test_bootstrap_heavy_censoring_gives_inf_not_nan() -> None:
     assert not any(isinstance(v, float) and math.isnan(v) for v in details.values())
 
 
+def _exact_km_median(times: np.ndarray, observed: np.ndarray) -> float:
+    """KM median in exact (rational) arithmetic: the first event time with S < 1/2; where S is
+    exactly 1/2 the midpoint of that event time and the next one (or the largest time)."""
+    t, o = np.asarray(times, float), np.asarray(observed, bool)
+    surv, half_at = Fraction(1), None
+    for u in np.unique(t):
+        d = int(o[t == u].sum())
+        if not d:
+            continue
+        if half_at is not None:
+            return (half_at + float(u)) / 2
+        surv *= 1 - Fraction(d, int((t >= u).sum()))
+        if surv < Fraction(1, 2):
+            return float(u)
+        if surv == Fraction(1, 2):
+            half_at = float(u)
+    return INF if half_at is None else (half_at + float(t.max())) / 2
+
+
 def _bounded_effects(base: ArmSample, treat: ArmSample, effect: str, n_boot: int,
                      seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each resample's effect interval, computed resample by resample with statsmodels' KM: an
-    unreached median lies in [largest time of the resample, inf)."""
+    """Each resample's effect interval, computed resample by resample with an exact KM median
+    (`_exact_km_median`): an unreached median lies in [largest time of the resample, inf)."""
     rng = np.random.default_rng(seed)
     idx_b = rng.integers(0, base.n, size=(n_boot, base.n))
     idx_t = rng.integers(0, treat.n, size=(n_boot, treat.n))
@@ -240,8 +260,8 @@ def _bounded_effects(base: ArmSample, treat: ArmSample, effect: str, n_boot: int
     for ib, it in zip(idx_b, idx_t, strict=True):
         ends = []
         for arm_, i in ((base, ib), (treat, it)):
-            med = SurvfuncRight(arm_.values[i], arm_.observed[i].astype(float)).quantile(0.5)
-            ends.append((arm_.values[i].max(), INF) if math.isnan(med) else (med, med))
+            med = _exact_km_median(arm_.values[i], arm_.observed[i])
+            ends.append((arm_.values[i].max(), INF) if math.isinf(med) else (med, med))
         (b_lo, b_hi), (t_lo, t_hi) = ends
         if effect == "ratio":
             lows.append(t_lo / b_hi)

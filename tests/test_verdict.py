@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import verdict_from_p, wald_p
 from grokverify.stats.survival import SurvivalCompareParams
 from grokverify.verdict import decide, format_ci, format_number
 
@@ -157,3 +158,30 @@ def test_difference_effect_in_steps() -> None:
     assert result.threshold == -1000
     assert result.verdict is Verdict.SUPPORTED
     assert "difference" in result.effect_label and "steps" in result.claimed_region
+
+
+# --- the same rules on one-sided p-values against θ (what families combine) ---------------
+
+
+@pytest.mark.parametrize(("p_support", "p_refute", "expected"), [
+    (0.001, 0.999, Verdict.SUPPORTED),
+    (0.025, 0.975, Verdict.SUPPORTED),  # a CI bound at θ supports: θ is in the region
+    (0.975, 0.025, Verdict.INCONCLUSIVE),  # ... and so does not refute
+    (0.99, 0.01, Verdict.REFUTED),
+    (0.5, 0.5, Verdict.INCONCLUSIVE),
+    (None, None, Verdict.INCONCLUSIVE),
+])
+def test_verdict_from_p_follows_the_boundary_convention(
+        p_support: float | None, p_refute: float | None, expected: Verdict) -> None:
+    assert verdict_from_p(p_support, p_refute, 0.025) is expected
+
+
+@pytest.mark.parametrize("estimate", [-3.0, -1.96, -1.0, 0.0, 1.0, 1.9599, 1.9601, 3.0])
+@pytest.mark.parametrize("region", ["less", "greater"])
+def test_wald_p_gives_the_wald_ci_verdict(estimate: float, region: str) -> None:
+    z = 1.959963984540054
+    ci = (estimate - z, estimate + z)  # se 1, boundary 0
+    verdict, _ = decide(ci, 0.0, region, estimate, LABEL, 0.95)  # type: ignore[arg-type]
+    p_support, p_refute = wald_p(estimate, 1.0, 0.0, region)  # type: ignore[arg-type]
+    assert verdict_from_p(p_support, p_refute, 0.025) is verdict
+    assert p_support + p_refute == pytest.approx(1.0)

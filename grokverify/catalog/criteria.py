@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
 from grokverify.catalog.limits import MAX_N_BOOT, MIN_N_BOOT
 from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric, Kind, MetricSpec
@@ -35,6 +35,11 @@ DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
 # The bounds every criterion's CI level and bootstrap size share, stated once.
 CILevel = Annotated[Float, Field(gt=0, lt=1)]
 NBoot = Annotated[Int, Field(ge=MIN_N_BOOT, le=MAX_N_BOOT)]
+# Pair the arms by seed number (default): arms share seed i's split, initialisation and data
+# order, so comparing within seed removes the spread both arms share (`grokverify.stats.common.
+# pair_arms`; arms without common seed numbers fall back to unpaired). False: the arms are
+# analysed as independent samples, exactly as before pairing existed.
+Paired = Annotated[bool, Strict()]
 TIME_ONLY: tuple[Kind, ...] = ("time",)
 ANY_KIND: tuple[Kind, ...] = ("time", "value")
 
@@ -66,7 +71,10 @@ def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float
 
 
 class SurvivalCompareParams(BaseModel):
-    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect."""
+    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect.
+
+    CI: percentile bootstrap of the ratio/difference of KM medians; ``paired`` (default) resamples
+    seed indices jointly across the arms (seeds both arms have), ``false`` each arm on its own."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,6 +87,7 @@ class SurvivalCompareParams(BaseModel):
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
     bootstrap_seed: RngSeed = 0
+    paired: Paired = True
 
     @model_validator(mode="after")
     def _check(self) -> SurvivalCompareParams:
@@ -151,6 +160,12 @@ class ScalarCompareParams(BaseModel):
     under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a
     value metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE:
     use ``effect: difference``).
+
+    ``paired`` (default): the effect is the statistic of the per-seed differences
+    ``treated_i - baseline_i`` (difference) or ``exp`` of the statistic of the per-seed log
+    ratios ``log(treated_i / baseline_i)`` (ratio: the geometric mean / median of the per-seed
+    ratios), seeds both arms have; its CI is the one-sample BCa bootstrap of those per-pair
+    effects. ``false``: the statistic of each arm, arms resampled independently.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -166,6 +181,7 @@ class ScalarCompareParams(BaseModel):
     n_boot: NBoot = 2000
     bootstrap_seed: RngSeed = 0
     censored: CensoredPolicy = "as_budget"
+    paired: Paired = True
 
     @model_validator(mode="after")
     def _check(self) -> ScalarCompareParams:
@@ -220,7 +236,9 @@ class EquivalenceParams(BaseModel):
     alpha``. ``usevar``: Welch (``unequal``, default) or pooled variance, two-arm form only.
     ``censored`` (time metrics): ``refuse`` (default; censored values make "equal" unjudgeable)
     or ``as_budget`` under the lower-bound rule (the mean is never determined with censoring,
-    so SUPPORTED is then always withheld).
+    so SUPPORTED is then always withheld). ``paired`` (two-arm form, default): TOST on the
+    per-seed differences (logs for a relative margin) of the seeds both arms have (one-sample
+    t); ``false``: the two-sample TOST.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -235,6 +253,7 @@ class EquivalenceParams(BaseModel):
     usevar: Literal["unequal", "pooled"] = "unequal"
     alpha: Float = Field(0.05, gt=0, lt=0.5)
     censored: CensoredPolicy = "refuse"
+    paired: Paired = True
 
     @model_validator(mode="after")
     def _one_form(self) -> EquivalenceParams:
@@ -371,7 +390,9 @@ class CriterionSchema:
     ``kinds_of(params)`` those it takes with these params (default: ``accepts``), and
     ``kinds_note`` says when they differ. ``metrics_of`` (optional): further per-seed metrics it
     reads (correlation's x and y), which the pipeline puts into ``ArmSample.extra`` under each
-    metric's `label`."""
+    metric's `label`. ``family_ok``: its results carry ``p_support``/``p_refute`` against θ, so
+    a family can combine its members (a family claim of a criterion without them is refused at
+    load time)."""
 
     name: str
     params_model: type[BaseModel]
@@ -380,6 +401,7 @@ class CriterionSchema:
     metrics_of: Callable[[Any], list[MetricSpec]] | None = None
     kinds_by_params: Callable[[Any], tuple[Kind, ...]] | None = None
     kinds_note: str = ""
+    family_ok: bool = True
 
     def kinds_of(self, params: BaseModel) -> tuple[Kind, ...]:
         return self.accepts if self.kinds_by_params is None else self.kinds_by_params(params)

@@ -1,5 +1,6 @@
-"""Figures: accuracy curves per arm (each seed faint, median bold), and the metric's per-seed
-values: Kaplan–Meier curves for a time metric, a strip of per-seed dots for a value metric."""
+"""Figures: accuracy curves per arm (each seed faint, median bold), the metric's per-seed
+values (Kaplan–Meier curves for a time metric, a strip of per-seed dots for a value metric) and
+the per-seed pairs of two arms that share seeds (one line per seed)."""
 
 from __future__ import annotations
 
@@ -110,6 +111,38 @@ def plot_values(samples: dict[str, ArmSample], label: str, path: Path) -> Path |
     ax.invert_yaxis()
     ax.set_xlabel(label)
     ax.set_title("per-seed values (dots) and median (bar)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_pairs(pairs: dict[str, tuple[ArmSample, ArmSample]], label: str,
+               path: Path) -> Path | None:
+    """One panel per compared pair of arms (aligned by seed: `grokverify.stats.common.
+    pair_arms`): each seed a line from its baseline value to its treated value, so a reader sees
+    how much of the spread the arms share; a censored time is drawn at its censoring value (the
+    budget) with a hollow triangle. Log scale for times (a ratio is a slope)."""
+    if not pairs:
+        return None
+    fig, axes = plt.subplots(1, len(pairs), figsize=(3.6 * len(pairs) + 1.0, 4.2), squeeze=False)
+    for ax, (title, (base, treat)) in zip(axes[0], pairs.items(), strict=True):
+        for i in range(base.n):
+            color = _COLORS[i % len(_COLORS)]
+            ys = (base.values[i], treat.values[i])
+            ax.plot((0, 1), ys, color=color, lw=1, alpha=0.7)
+            for x, y, seen in ((0, ys[0], base.observed[i]), (1, ys[1], treat.observed[i])):
+                ax.plot(x, y, "o" if seen else "^", color=color, ms=6 if seen else 8,
+                        mfc=color if seen else "none")
+        ax.set_xticks((0, 1))
+        ax.set_xticklabels((base.name, treat.name), fontsize=8)
+        ax.set_xlim(-0.3, 1.3)
+        if base.kind == "time" and min(base.values.min(), treat.values.min()) > 0:
+            ax.set_yscale("log")
+        ax.set_title(f"{title + ': ' if title else ''}{base.n} seed pairs", fontsize=9)
+    axes[0][0].set_ylabel(label)
+    fig.suptitle("per-seed pairs\n(line = one seed; hollow triangle = censored at the budget)",
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -67,12 +67,20 @@ def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -
 
 
 def _effect_lines(result: dict[str, Any]) -> list[str]:
+    """The effect, its CI and region, the criterion's own test (its p labelled by what it
+    tests, usually no effect: it never decides), then the p's against θ that match the
+    verdict printed next."""
+    from grokverify.stats.base import p_against_words
+
     p = result["p_value"]
+    label = result.get("p_value_label", "no-effect test p")
     return [
         f"- Effect: {text(result['effect_label'])} = **{_num(result['estimate'])}**, "
         f"{result['ci_level'] * 100:.4g}% CI {_ci(result['ci'])}",
         f"- Claimed region: {text(result['claimed_region'])}",
-        f"- Test: {text(result['test'])}, p = {_num(p) if p is not None else '—'}",
+        f"- Test: {text(result['test'])}" + (f", {text(label)} = {_num(p)}" if p is not None
+                                               else ""),
+        f"- {text(p_against_words(result))}",
     ]
 
 
@@ -84,18 +92,37 @@ def _single_result(res: dict[str, Any]) -> list[str]:
 
 
 def _family_result(res: dict[str, Any]) -> list[str]:
+    """The family's rule by what it claims (grokverify.family), a row per member, its verdict,
+    then each member's own result."""
+    rules = {
+        "all": "The claim is about **every** member (`claims: all`), an intersection–union "
+               "test: the family is SUPPORTED when every member is supported at the nominal "
+               "one-sided level {alpha}, unadjusted; REFUTED when any member is refuted after the "
+               "`{correction}` correction across members; INCONCLUSIVE otherwise.",
+        "any": "The claim is about **some** members (`claims: any`): every member is judged "
+               "after the `{correction}` correction across members at one-sided level {alpha}; "
+               "the family is SUPPORTED when every member is supported, PARTIAL when some are "
+               "(named below), REFUTED when every member is refuted, INCONCLUSIVE otherwise.",
+    }
     fam = res["family"]
-    out = [f"Family of {len(fam['members'])} members; correction across members: "
-           f"`{fam['correction']}` (statsmodels multipletests) on one-sided p-values against the "
-           f"boundary of the claimed region, level {_num(fam['alpha_one_sided'])} each side.",
-           "", "| member | effect | CI | test p | p support (adj.) | p refute (adj.) | verdict |",
-           "|---|---|---|---|---|---|---|"]
+    rule = rules[fam.get("claims", "all")].format(alpha=_num(fam["alpha_one_sided"]),
+                                                  correction=fam["correction"])
+    # one criterion for every member: its own p has one label
+    label = fam["members"][0]["result"].get("p_value_label", "no-effect test p")
+    out = [f"Family of {len(fam['members'])} members; one-sided p-values against θ, the "
+           f"boundary of each member's claimed region, corrected across members with statsmodels "
+           f"multipletests (`{fam['correction']}`) where the claim needs it. {rule}",
+           "", f"| member | effect | CI | {text(label)} | p support (decides) | "
+           "p refute (decides) | verdict |", "|---|---|---|---|---|---|---|"]
     for m in fam["members"]:
         r = m["result"]
         out.append(f"| {text(m['member'])} | {_num(r['estimate'])} | {_ci(r['ci'])} | "
                    f"{_num(r['p_value'])} | {_num(m['p_support'])} ({_num(m['p_support_adj'])}) "
                    f"| {_num(m['p_refute'])} ({_num(m['p_refute_adj'])}) | {m['verdict']} |")
-    out += ["", f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
+    out += ["", "p support, p refute: the member's one-sided p against θ, then (in brackets) the p "
+            "that decides, after the correction that applies to that direction under the claim.",
+            "",
+            f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
     for m in fam["members"]:
         r = m["result"]
         out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
@@ -165,6 +192,48 @@ def _rounds(seq: dict[str, Any] | None) -> list[str]:
     return [*out, ""]
 
 
+def _pairs(res: dict[str, Any]) -> list[str]:
+    """Which analysis was used (paired by seed or unpaired), the within-pair correlation, seeds
+    without a partner, and each seed's value in both arms side by side (issue 13)."""
+    crit = res["criterion"]
+    base, treat = crit.get("baseline"), crit.get("treated")
+    fam = res["family"]
+    results = ({m["member"]: m["result"] for m in fam["members"]} if fam
+               else {"": res["result"]})
+    if not base or not treat or not results:
+        return []
+    out = ["## Paired analysis", "",
+           "Arms share seed i's split, initialisation and data order, so seed i's results in two "
+           "arms are compared within seed when the claim is paired (the default): this removes "
+           "the spread the arms share, and helps as much as the within-pair correlation is "
+           "high; pairing gains nothing when arms share no randomness.", ""]
+    for member, r in results.items():
+        d = r["details"]
+        if "analysis" not in d:
+            continue
+        head = f"**{text(member)}**: " if member else ""
+        broken = ", ".join(f"{text(k)}: {v}" for k, v in d.get("broken_pairs", {}).items() if v)
+        corr = ("" if d.get("paired") else
+                f"; within-pair correlation {_num(d.get('within_pair_correlation'))}")
+        out += [f"- {head}analysis: {text(d['analysis'])}{corr}"
+                + (f"; seeds without a partner: {broken}" if broken else "")]
+        if d.get("estimate_bound"):
+            out += [f"- {head}the point estimate is an {d['estimate_bound']} bound (an arm's "
+                    "median is beyond the budget)"]
+    method = next((r["details"].get("within_pair_correlation_method") for r in results.values()
+                   if "within_pair_correlation_method" in r["details"]), "")
+    out += ["", f"Within-pair correlation: {text(method)}." if method else ""]
+    rows: dict[tuple[str, int], dict[str, str]] = {}
+    for r in res["per_seed"]:
+        if r["arm"] in (base, treat) and (r.get("member") or "") in results:
+            rows.setdefault((r.get("member") or "", r["seed"]), {})[r["arm"]] = _metric_cell(r)
+    first = "| member " if fam else ""
+    out += ["", f"{first}| seed | {text(base)} | {text(treat)} |", "|---" * (3 + bool(fam)) + "|"]
+    out += [(f"| {text(m)} " if fam else "") + f"| {seed} | {v.get(base, '—')} | "
+            f"{v.get(treat, '—')} |" for (m, seed), v in sorted(rows.items())]
+    return [*out, ""]
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     claim, prov = res["claim"], res["provenance"]
     src = claim["source"]
@@ -190,6 +259,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{text(res['metric']['on_diverged'])}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
         *_rounds(res.get("sequential")),
+        *_pairs(res),
         *_figures(res.get("figures", {})),
         "## Setup",
         "",

@@ -16,12 +16,13 @@ from grokverify.atomic import write_atomic
 from grokverify.catalog.metrics import MetricSpec
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.outcome import ClaimRun, RunOptions
-from grokverify.report.figures import plot_curves, plot_survival, plot_values
+from grokverify.report.figures import plot_curves, plot_pairs, plot_survival, plot_values
 from grokverify.report.markdown import render_markdown
 from grokverify.report.provenance import provenance
 from grokverify.samples import seed_value
-from grokverify.stats import ArmSample
+from grokverify.stats import CRITERIA, ArmSample
 from grokverify.stats.base import jsonable
+from grokverify.stats.common import pair_arms
 from grokverify.store import Store, code_version
 
 # The figure of the metric's per-seed values, by metric kind: Kaplan-Meier curves for censored
@@ -48,6 +49,24 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
             {"metric": got[0], "metric_observed": got[1], "left_out": None}
         rows.append({"member": member, "arm": arm, **rec["result"]["summary"], **value})
     return rows
+
+
+def _seed_pairs(run: ClaimRun) -> dict[str, tuple[ArmSample, ArmSample]]:
+    """Per member analysed paired, the criterion's two arms aligned by seed number (the seeds
+    both have), for the pairs figure; none for one-arm criteria and unpaired analyses."""
+    claim = run.loaded.claim
+    arms = CRITERIA[claim.criterion.name].arms_of(claim.criterion)
+    if len(arms) != 2:
+        return {}
+    out = {}
+    for member, samples in run.samples.items():
+        result = run.results.get(member)
+        if result is not None and result.details.get("paired") and all(a in samples
+                                                                        for a in arms):
+            pairing = pair_arms(samples[arms[0]], samples[arms[1]], True)
+            if pairing.paired:
+                out[member] = (pairing.base, pairing.treat)
+    return out
 
 
 def _device(record: dict[str, Any]) -> str:
@@ -120,6 +139,7 @@ def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
     figures = {
         "curves": plot_curves(records, out / "curves.png"),
         name: plot_metric(samples, metric.label(), out / f"{name}.png"),
+        "seed pairs": plot_pairs(_seed_pairs(run), metric.label(), out / "pairs.png"),
     }
     result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
     write_atomic(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")

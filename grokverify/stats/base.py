@@ -16,14 +16,15 @@ import enum
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pydantic
+from scipy import stats as sps
 
 from grokverify.catalog.criteria import CriterionSchema
 from grokverify.catalog.metrics import Kind, MetricSpec
-from grokverify.verdict import Verdict
+from grokverify.verdict import Verdict, format_number
 
 
 def jsonable(value: Any) -> Any:
@@ -165,16 +166,57 @@ class CriterionResult:
     reason: str
     arms: list[ArmSummary]
     details: dict[str, Any]
-    # One-sided p-values against the boundary of the claimed region, for families (multiplicity
-    # correction): small p_support = the effect lies inside the region; small p_refute = outside.
+    # One-sided p-values against the boundary θ of the claimed region, coherent with the CI
+    # (`verdict_from_p` gives the CI's verdict) so that families can correct them across members:
+    # small p_support = the effect lies inside the region; small p_refute = outside. None: no
+    # estimate (the result is INCONCLUSIVE with its reason).
     p_support: float | None = None
     p_refute: float | None = None
+    # What `p_value` tests, for the reports: most criteria report a test of no effect, which
+    # never decides a verdict; one whose own p is against θ says so.
+    p_value_label: str = "no-effect test p"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict: inf -> "inf", -inf -> "-inf", NaN -> None (see module docstring)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["arms"] = [asdict(a) for a in self.arms]
         return jsonable(out)
+
+
+Region = Literal["less", "greater"]
+
+
+def verdict_from_p(p_support: float | None, p_refute: float | None, alpha: float) -> Verdict:
+    """The CI's verdict read off its one-sided p-values against θ at one-sided level `alpha`
+    (``(1 - ci_level) / 2``): the boundary belongs to the claimed region, so a CI bound *at* θ
+    supports (``p_support <= alpha``) but does not refute (``p_refute < alpha``)."""
+    if p_support is not None and p_support <= alpha:
+        return Verdict.SUPPORTED
+    if p_refute is not None and p_refute < alpha:
+        return Verdict.REFUTED
+    return Verdict.INCONCLUSIVE
+
+
+def wald_p(estimate: float, se: float, boundary: float, region: Region) -> tuple[float, float]:
+    """(p_support, p_refute) of a normal statistic against `boundary` for the claimed region
+    ``{effect <= boundary}`` (``less``) or ``{effect >= boundary}`` (``greater``), on the scale
+    where the CI is ``estimate -/+ z se``: the CI's bound passes the boundary at level
+    ``1 - 2 p`` exactly, so the p's give the CI's verdict (`verdict_from_p`)."""
+    with np.errstate(all="ignore"):
+        z = (estimate - boundary) / se
+    above, below = float(sps.norm.sf(z)), float(sps.norm.cdf(z))  # small: effect above / below
+    return (above, below) if region == "greater" else (below, above)
+
+
+def p_against_words(result: dict[str, Any]) -> str:
+    """The p-values against θ in plain words (from `CriterionResult.to_dict`), for the reports
+    to print next to the verdict: they decide it, at the CI's one-sided level."""
+    if result.get("p_support") is None or result.get("p_refute") is None:
+        return "p against θ: — (no estimate)"
+    alpha = (1.0 - float(result["ci_level"])) / 2.0
+    return (f"p(support) = {format_number(float(result['p_support']))}, p(refute) = "
+            f"{format_number(float(result['p_refute']))} against θ, the boundary of the claimed "
+            f"region (one-sided; each decides at {alpha:.4g})")
 
 
 @dataclass(frozen=True)

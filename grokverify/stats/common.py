@@ -1,6 +1,14 @@
 """Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the
-censoring policies and their lower-bound rule, statistics of a per-seed scalar, and the BCa
-bootstrap with its percentile fallback.
+censoring policies and their lower-bound rule, statistics of a per-seed scalar, the pairing of
+two arms by seed, and the BCa bootstrap with its percentile fallback and its one-sided p-values.
+
+Pairing. The arms of a claim share seed i's split, initialisation and data order, so seed i's
+results in two arms are correlated; a paired analysis (`pair_arms`) compares them within seed and
+removes the between-seed spread that both arms share. Pairs are the seed numbers both arms have;
+a seed left out of one arm leaves its partner unpaired (counted as a broken pair). Arms that
+share fewer than two seed numbers, or repeat a seed number, are analysed unpaired, and the
+details say why. Pairing by seed number stays valid when two arms share no randomness but then
+gains nothing: the within-pair correlation (reported) shows how much it helped.
 
 Censoring (time metrics only; a value metric is never censored). A censored seed's value is its
 censoring value (the budget): a *lower bound* on the true value. Criteria that compare values
@@ -23,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from scipy.special import ndtr, ndtri
 
 from grokverify import verdict as verdict_rules
 from grokverify.catalog.criteria import CensoredPolicy, Statistic
@@ -72,6 +81,17 @@ def arm_row(arm: ArmSample, columns: dict[str, Any]) -> ArmSummary:
     return ArmSummary(arm.name, arm.n, dict(arm.excluded), dict(columns))
 
 
+def take_seeds(arm: ArmSample, index: np.ndarray, renumber: bool = False) -> ArmSample:
+    """The arm's seeds at `index` (repeats allowed: a resample), with their extra metrics.
+
+    ``renumber`` gives the result seeds 0..len-1 (needed when `index` repeats a seed)."""
+    idx = np.asarray(index, dtype=int)
+    seeds = tuple(range(idx.size)) if renumber else tuple(arm.seeds[i] for i in idx)
+    return ArmSample(arm.name, arm.values[idx], arm.observed[idx], seeds,
+                     excluded=dict(arm.excluded),
+                     extra={k: v[idx] for k, v in arm.extra.items()}, kind=arm.kind)
+
+
 def censored_count(arm: ArmSample) -> int:
     return int(arm.n - arm.events)
 
@@ -110,6 +130,100 @@ class Frame:
         reason = f"No verdict is possible: {why}."
         return self.result(math.nan, (math.nan, math.nan), None, Verdict.INCONCLUSIVE, reason,
                            arms, details)
+
+
+# ---------------------------------------------------------------- pairing
+
+CORRELATION_METHOD = ("Spearman rank correlation of the paired seeds' values; a censored time "
+                      "enters at its censoring value (the budget), tied with the other censored "
+                      "seeds (ranks: the same on log times)")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How two arms are analysed. Paired: `base` and `treat` are the arms restricted to the seed
+    numbers both have, in the same order (pair i = position i); unpaired: the arms as given and
+    `why_unpaired`. `broken` counts, per arm, its seeds whose partner is missing; `correlation`
+    is the within-pair Spearman correlation (NaN without two pairs or with constant values)."""
+
+    paired: bool
+    base: ArmSample
+    treat: ArmSample
+    n_pairs: int
+    broken: dict[str, int]
+    correlation: float
+    why_unpaired: str = ""
+
+    @property
+    def analysis(self) -> str:
+        """"paired (n pairs, within-pair correlation r)" or "unpaired" (with the fallback's
+        reason when pairing was asked for)."""
+        if self.paired:
+            return (f"paired ({self.n_pairs} pairs, within-pair correlation "
+                    f"{verdict_rules.format_number(self.correlation)})")
+        return f"unpaired ({self.why_unpaired})" if self.why_unpaired else "unpaired"
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"analysis": self.analysis, "paired": self.paired,
+                               "n_pairs": self.n_pairs, "broken_pairs": dict(self.broken),
+                               "within_pair_correlation": self.correlation,
+                               "within_pair_correlation_method": CORRELATION_METHOD}
+        if self.why_unpaired:
+            out["unpaired_reason"] = self.why_unpaired
+        return out
+
+
+def pair_arms(base: ArmSample, treat: ArmSample, paired: bool) -> Pairing:
+    """Pair two arms by seed number (see the module docstring); unpaired when `paired` is False
+    or when the arms cannot be paired (the reason is kept)."""
+    common = sorted(set(base.seeds) & set(treat.seeds))
+    broken = {base.name: base.n - len(common), treat.name: treat.n - len(common)}
+    repeats = [a.name for a in (base, treat) if len(set(a.seeds)) != a.n]
+    why = ""
+    if repeats:
+        why = f"seed numbers repeat within arm(s) {repeats}, so seeds cannot be matched"
+    elif len(common) < 2:
+        why = (f"the arms share {len(common)} seed number(s) (different seed sets), fewer than "
+               "the 2 pairs a paired analysis needs")
+    if repeats or len(common) < 2:
+        return Pairing(False, base, treat, 0, broken, math.nan, why if paired else "")
+    pb, pt = ({s: i for i, s in enumerate(a.seeds)} for a in (base, treat))
+    b = take_seeds(base, np.array([pb[s] for s in common]))
+    t = take_seeds(treat, np.array([pt[s] for s in common]))
+    r = _spearman(b.values, t.values)
+    if not paired:
+        return Pairing(False, base, treat, len(common), broken, r)
+    return Pairing(True, b, t, len(common), broken, r)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(sps.spearmanr(x, y).statistic)
+
+
+def paired_effects(pairing: Pairing, effect: str) -> np.ndarray:
+    """Per-pair effects: treated - baseline, or log(treated / baseline) for a ratio (the caller
+    checks that every value is > 0)."""
+    b, t = pairing.base.values, pairing.treat.values
+    return t - b if effect == "difference" else np.log(t) - np.log(b)
+
+
+def with_analysis(test: str, pairing: Pairing) -> str:
+    """The test string naming the analysis, unchanged for a declared unpaired one (so that
+    ``paired: false`` reports exactly what it always did)."""
+    if not pairing.paired and not pairing.why_unpaired:
+        return test
+    return f"{test}; analysis: {pairing.analysis}"
+
+
+def broken_pairs_words(pairing: Pairing) -> str:
+    """", N seed(s) without a partner (left out in the other arm)" or ""."""
+    lost = sum(pairing.broken.values())
+    if not pairing.paired or not lost:
+        return ""
+    who = ", ".join(f"{k}: {v}" for k, v in pairing.broken.items() if v)
+    return f"; {lost} seed(s) without a partner in the other arm, left out ({who})"
 
 
 # ---------------------------------------------------------------- censoring
@@ -223,18 +337,27 @@ def expanded_level(ci_level: float, n: int) -> float:
     return float(1.0 - 2.0 * sps.norm.cdf(-z))
 
 
+UNPAIRED_BOOTSTRAP = "scipy.stats.bootstrap, arms resampled independently (paired=False)"
+Region = tuple[str, float]  # (direction "less" | "greater", threshold)
+
+
 def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci_level: float,
                  n_boot: int, seed: int, expand: bool = False,
+                 region: Region | None = None, how: str = UNPAIRED_BOOTSTRAP,
                  ) -> tuple[tuple[float, float], dict[str, Any]]:
-    """BCa CI by scipy.stats.bootstrap (unpaired samples, resampled independently), seeded with
-    ``np.random.default_rng(seed)``; when BCa is undefined (a NaN bound: a degenerate bootstrap
-    distribution, e.g. all values equal, or undefined resampled statistics) the percentile CI of
-    the same resamples (same seed) is used, and the details say why.
+    """BCa CI by scipy.stats.bootstrap (samples resampled independently; one sample of per-pair
+    effects for a paired analysis), seeded with ``np.random.default_rng(seed)``; when BCa is
+    undefined (a NaN bound: a degenerate bootstrap distribution, e.g. all values equal, or
+    undefined resampled statistics) the percentile CI of the same resamples (same seed) is used,
+    and the details say why.
 
     With ``expand`` (for the mean and the IQM, not the median) the bootstrap is run at
     Hesterberg's expanded level `expanded_level` for n = the smallest sample, so that the
-    interval has its nominal coverage with few seeds; the details give the level used."""
-    level = expanded_level(ci_level, min(len(d) for d in data)) if expand else ci_level
+    interval has its nominal coverage with few seeds; the details give the level used.
+    With `region` the details also get the one-sided p-values against its threshold that invert
+    this very interval (`bca_p_values`). `how` describes the resampling."""
+    n = min(len(d) for d in data)
+    level = expanded_level(ci_level, n) if expand else ci_level
 
     def run(method: str) -> Any:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -245,23 +368,117 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
 
     res = run("BCa")
     low, high = (float(x) for x in res.confidence_interval)
-    details: dict[str, Any] = {
-        "bootstrap": "scipy.stats.bootstrap, arms resampled independently (paired=False)",
-        "n_boot": int(n_boot), "bootstrap_seed": int(seed), "ci_method": "BCa"}
+    details: dict[str, Any] = {"bootstrap": how, "n_boot": int(n_boot),
+                               "bootstrap_seed": int(seed), "ci_method": "BCa"}
     if expand:
         details.update(bootstrap_level=level, bootstrap_level_rule=(
             "Hesterberg's expanded level 1 - 2 Phi(-sqrt(n/(n-1)) t_(n-1, 1-alpha/2)), "
             "n = smallest arm, for the stated CI level with few seeds"))
-    if not (math.isnan(low) or math.isnan(high)):
-        return (low, high), details
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
-    finite = dist[np.isfinite(dist)]
-    if finite.size == dist.size and np.ptp(dist) == 0:
-        why = (f"every resampled statistic equals {verdict_rules.format_number(dist[0])} (all "
-               "values equal), so BCa's bias correction and acceleration are undefined")
+    bca = not (math.isnan(low) or math.isnan(high))
+    if not bca:
+        finite = dist[np.isfinite(dist)]
+        if finite.size == dist.size and np.ptp(dist) == 0:
+            why = (f"every resampled statistic equals {verdict_rules.format_number(dist[0])} "
+                   "(all values equal), so BCa's bias correction and acceleration are undefined")
+        else:
+            why = (f"the BCa interval is undefined ({dist.size - finite.size} of {dist.size} "
+                   "resampled statistics are not finite, or the jackknife is degenerate)")
+        pct = run("percentile")
+        details.update(ci_method="percentile", bca_fallback_reason=why)
+        low, high = float(pct.confidence_interval[0]), float(pct.confidence_interval[1])
+    if region is not None:
+        z0, a = _bca_constants(data, statistic, dist) if bca else (0.0, 0.0)
+        to_p = _expanded_p(n) if expand else _normal_p
+        details.update(bca_p_values(dist, z0, a, region, to_p))
+    return (low, high), details
+
+
+def _bca_constants(data: tuple[np.ndarray, ...], statistic: Callable[..., Any],
+                   dist: np.ndarray) -> tuple[float, float]:
+    """BCa's bias correction z0 and acceleration a, computed as scipy.stats.bootstrap does
+    (Efron and Tibshirani 14.3, 15.36; the jackknife of each sample, summed over samples)."""
+    theta = float(statistic(*data, axis=-1))
+    z0 = float(ndtri((np.count_nonzero(dist < theta) + np.count_nonzero(dist <= theta))
+                     / (2 * dist.size)))
+    nums, dens = 0.0, 0.0
+    for j, sample in enumerate(data):
+        n = len(sample)
+        jack = np.stack([np.delete(sample, i) for i in range(n)])  # (n, n - 1)
+        others = [np.broadcast_to(d, (n, len(d))) for d in data]
+        others[j] = jack
+        with np.errstate(all="ignore"):
+            theta_i = np.asarray(statistic(*others, axis=-1), dtype=float)
+        u = (n - 1) * (theta_i.mean() - theta_i)
+        nums += float(np.sum(u ** 3)) / n ** 3
+        dens += float(np.sum(u ** 2)) / n ** 2
+    with np.errstate(all="ignore"):
+        a = nums / dens ** 1.5 / 6 if dens > 0 else 0.0
+    return z0, float(a)
+
+
+def _normal_p(z: float) -> float:
+    return float(ndtr(-z))
+
+
+def _expanded_p(n: int) -> Callable[[float], float]:
+    """The one-sided p for a bootstrap-scale z under Hesterberg's expansion, whose z for a
+    one-sided level p is ``sqrt(n / (n - 1)) t_(n-1, 1-p)``."""
+    def to_p(z: float) -> float:
+        return float(sps.t.sf(z * math.sqrt((n - 1) / n), n - 1))
+    return to_p
+
+
+def _percentile_position(sorted_dist: np.ndarray, threshold: float, side: str) -> float:
+    """Inverse of the linear-interpolation quantile (numpy's and scipy's default) of a sorted
+    sample: the largest (``side="max"``) or smallest (``"min"``) q in [0, 1] whose quantile is
+    at most / at least `threshold`; -inf / inf when none is."""
+    x, last = sorted_dist, sorted_dist.size - 1
+    if side == "max":
+        k = int(np.searchsorted(x, threshold, side="right"))  # x[:k] <= threshold
+        if k == 0:
+            return -math.inf
+        if k > last:
+            return 1.0
+        h = (k - 1) + (threshold - x[k - 1]) / (x[k] - x[k - 1])
     else:
-        why = (f"the BCa interval is undefined ({dist.size - finite.size} of {dist.size} "
-               "resampled statistics are not finite, or the jackknife is degenerate)")
-    pct = run("percentile")
-    details.update(ci_method="percentile", bca_fallback_reason=why)
-    return (float(pct.confidence_interval[0]), float(pct.confidence_interval[1])), details
+        k = int(np.searchsorted(x, threshold, side="left"))  # x[k:] >= threshold
+        if k > last:
+            return math.inf
+        if k == 0:
+            return 0.0
+        h = k - (x[k] - threshold) / (x[k] - x[k - 1])
+    return h / last if last else float(k > 0)
+
+
+def bca_p_values(dist: np.ndarray, z0: float, a: float, region: Region,
+                 to_p: Callable[[float], float] = _normal_p) -> dict[str, Any]:
+    """One-sided bootstrap p-values against the threshold, inverting the BCa interval (a = z0 =
+    0: the percentile interval): ``p_support`` is the smallest alpha/2 at which the interval at
+    level 1 - alpha lies wholly in the claimed region, ``p_refute`` the smallest at which it
+    lies wholly outside, so that SUPPORTED at a level <=> p_support <= alpha/2 (the same
+    quantiles, interpolation and constants as the interval). `to_p` maps the bootstrap-scale z
+    to a one-sided p (normal; t under Hesterberg's expansion). Empty when the bootstrap
+    distribution is not finite."""
+    if dist.size == 0 or not np.all(np.isfinite(dist)):
+        return {}
+    direction, threshold = region
+    x = np.sort(dist)
+
+    def z_at(q: float, upper: bool) -> float:
+        """The nominal z whose BCa upper (lower) end sits at percentile q of the bootstrap."""
+        g = float(ndtri(min(max(q, 0.0), 1.0))) - z0
+        # BCa's adjusted percentile is bounded when a != 0: beyond the bound no level reaches q
+        w = g / (1 + a * g) if math.isfinite(g) and 1 + a * g > 0 else math.copysign(math.inf, g)
+        return w - z0 if upper else z0 - w
+
+    if direction == "less":  # support: upper end <= thr; refute: lower end > thr
+        q = _percentile_position(x, threshold, "max")
+        p_support, p_refute = to_p(z_at(q, True)), to_p(z_at(q, False))
+    else:  # support: lower end >= thr; refute: upper end < thr
+        q = _percentile_position(x, threshold, "min")
+        p_support, p_refute = to_p(z_at(q, False)), to_p(z_at(q, True))
+    return {"p_support": p_support, "p_refute": p_refute,
+            "p_method": "inversion of the bootstrap interval: the smallest one-sided level at "
+                        "which it lies wholly inside (support) / outside (refute) the claimed "
+                        "region"}

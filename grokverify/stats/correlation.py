@@ -15,7 +15,9 @@ CI on Fisher's z scale, ``tanh(atanh(r) -/+ z_crit * se)``:
   correlations.
 
 Both need n >= 4 complete pairs. p: scipy ``pearsonr`` / ``spearmanr`` (two-sided, H0: no
-correlation). With |r| = 1 the interval collapses to [r, r].
+correlation; informative). ``p_support``/``p_refute``: one-sided tests of ``atanh(r)`` against
+``atanh(θ)`` with the CI's se, so they give the CI's verdict exactly. With |r| = 1 the interval
+collapses to [r, r] (and the p's against θ are 0 or 1).
 
 Censoring: ``as_budget`` (default) keeps censored values at their censoring value; for Spearman
 with a common budget above every observed value this ranks censored seeds (tied) above every
@@ -41,7 +43,13 @@ from grokverify.catalog.criteria import (
     CorrelationParams,
     expect_params,
 )
-from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample, Criterion, CriterionResult
+from grokverify.stats.base import (
+    OBSERVED_SUFFIX,
+    ArmSample,
+    Criterion,
+    CriterionResult,
+    wald_p,
+)
 from grokverify.stats.common import NOT_CENSORED, Frame, arm_row, excluded_words, require_arms
 
 NAME = "correlation"
@@ -50,12 +58,18 @@ MIN_PAIRS = 4
 
 def fisher_ci(r: float, n: int, ci_level: float, method: str) -> tuple[float, float]:
     """Fisher-z CI of a correlation: Pearson se 1/sqrt(n-3), Spearman Bonett-Wright."""
+    z, se = _fisher_z(r, n, method)
+    zc = float(sps.norm.ppf(0.5 + ci_level / 2))
+    return math.tanh(z - zc * se), math.tanh(z + zc * se)
+
+
+def _fisher_z(r: float, n: int, method: str) -> tuple[float, float]:
+    """atanh(r) and its se (Pearson 1/sqrt(n-3), Spearman Bonett-Wright), shared by the CI and
+    the p-values against θ so that the two agree."""
     se = (math.sqrt((1 + r * r / 2) / (n - 3)) if method == "spearman"
           else 1 / math.sqrt(n - 3))
-    zc = float(sps.norm.ppf(0.5 + ci_level / 2))
     with np.errstate(divide="ignore"):
-        z = float(np.arctanh(r))
-    return math.tanh(z - zc * se), math.tanh(z + zc * se)
+        return float(np.arctanh(r)), se
 
 
 def _metric(arm: ArmSample, name: str, fallback: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +84,8 @@ def _metric(arm: ArmSample, name: str, fallback: bool) -> tuple[np.ndarray, np.n
 
 
 def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """Correlation of y with x in one arm, Fisher-z CI, scipy p."""
+    """Correlation of y with x in one arm: the Fisher-z CI decides (its one-sided tests against
+    atanh(θ) are p_support/p_refute), scipy's p of no correlation informs."""
     p = expect_params(params, CorrelationParams)
     (arm,) = require_arms(NAME, [p.arm], arms, ANY_KIND)
     x_name, y_name = p.x.label(), p.y.label()
@@ -115,7 +130,12 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     verdict, reason = verdict_rules.decide(ci, p.threshold, region_dir, r, frame.effect_label,
                                            p.ci_level)
     rows[0].columns["r"] = r
-    return frame.result(r, ci, pval, verdict, reason, rows)
+    result = frame.result(r, ci, pval, verdict, reason, rows,
+                          {"p_against_threshold": "one-sided z = (atanh(r) - atanh(θ)) / se, "
+                                                  "the CI's se"})
+    z, se = _fisher_z(r, n, p.method)
+    result.p_support, result.p_refute = wald_p(z, se, math.atanh(p.threshold), region_dir)
+    return result
 
 
 def _censoring_words(policy: str, times: list[str]) -> str:

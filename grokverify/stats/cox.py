@@ -2,8 +2,10 @@
 
 The hazard ratio is ``HR = exp(beta)`` for an arm indicator (treated = 1, baseline = 0) in
 statsmodels ``PHReg`` with Efron's handling of tied times; its CI is the Wald interval
-``exp(beta -/+ z * se)`` and its p the Wald test of ``beta = 0``. ``HR > 1``: the treated arm
-reaches the threshold sooner (a higher event rate), i.e. its times are *less*.
+``exp(beta -/+ z * se)`` and its p the Wald test of ``beta = 0`` (no effect, informative).
+``p_support``/``p_refute``: the one-sided Wald tests of ``beta`` against ``log θ`` with the same
+se, so they give the CI's verdict exactly. ``HR > 1``: the treated arm reaches the threshold
+sooner (a higher event rate), i.e. its times are *less*.
 
 Censored seeds (never reached the threshold) stay in the risk sets up to their censoring time
 (the budget). With no event in an arm the partial likelihood has no finite maximum (HR 0 or
@@ -29,7 +31,7 @@ from grokverify.catalog.criteria import (
     CoxHazardRatioParams,
     expect_params,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.stats.base import ArmSample, Criterion, CriterionResult, wald_p
 from grokverify.stats.common import Frame, arm_row, require_arms, too_few_seeds
 from grokverify.stats.survival import km_columns, logrank
 
@@ -69,7 +71,8 @@ def fit_cox(base: ArmSample, treat: ArmSample, ci_level: float) -> dict[str, flo
 
 
 def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """Cox PH hazard ratio of treated vs baseline; the Wald CI decides, its p informs."""
+    """Cox PH hazard ratio of treated vs baseline; the Wald CI decides (its one-sided tests
+    against log θ are p_support/p_refute), the Wald p of no effect informs."""
     p = expect_params(params, CoxHazardRatioParams)
     base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
     frame = Frame(NAME, _label(p), "Wald test of the arm coefficient (statsmodels PHReg, Efron "
@@ -95,9 +98,13 @@ def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     region_dir: Literal["less", "greater"] = "greater" if p.direction == "less" else "less"
     verdict, reason = verdict_rules.decide(ci, p.threshold, region_dir, fit["hr"], _label(p),
                                            p.ci_level)
-    return frame.result(fit["hr"], ci, fit["p"], verdict, reason, rows,
-                        {**lr, "beta": fit["beta"], "se_beta": fit["se"],
-                         "ci": "Wald: exp(beta -/+ z se)", "arm_coding": "treated=1"})
+    result = frame.result(fit["hr"], ci, fit["p"], verdict, reason, rows,
+                          {**lr, "beta": fit["beta"], "se_beta": fit["se"],
+                           "ci": "Wald: exp(beta -/+ z se)", "arm_coding": "treated=1",
+                           "p_against_threshold": "one-sided Wald z = (beta - log θ) / se"})
+    result.p_support, result.p_refute = wald_p(fit["beta"], fit["se"], math.log(p.threshold),
+                                               region_dir)
+    return result
 
 
 COX_HAZARD_RATIO = Criterion.of(CRITERION_SPECS[NAME], run_cox)

@@ -11,6 +11,14 @@ One-arm form (``arm``, ``reference``, default 0): the arm's mean within
 ``[reference (1 - margin), reference / (1 - margin)]`` (relative; reference > 0); p from
 statsmodels ``DescrStatsW.ttost_mean`` (on the logs for relative).
 
+Paired two-arm form (the default where the arms share seed numbers): the one-sample TOST on the
+per-seed differences ``treated_i - baseline_i`` (logs for relative) of the seeds both arms have
+(a paired t), the same calls as the one-arm form with reference 0.
+
+``p_support`` is the TOST p (the larger one-sided p against the two margins) and ``p_refute`` the
+smaller of the one-sided t p-values for "beyond the lower margin" and "beyond the upper", so that
+at the CI's level SUPPORTED <=> p_support <= alpha and REFUTED <=> p_refute < alpha.
+
 The CI is at level ``1 - 2 alpha`` (the TOST convention: the TOST rejects at alpha exactly when
 this CI lies inside the margins); the verdict comes from that CI by
 `grokverify.verdict.decide_interval`.
@@ -24,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
+from scipy import stats as sps
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
 from grokverify import verdict as verdict_rules
@@ -37,26 +46,33 @@ from grokverify.catalog.criteria import (
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
 from grokverify.stats.common import (
     Frame,
+    Pairing,
     arm_row,
+    broken_pairs_words,
     censored_column,
     censoring_details,
     determined,
     lower_bound_details,
     lower_bound_rule,
+    pair_arms,
+    paired_effects,
     refusal,
     require_arms,
     too_few_seeds,
+    with_analysis,
 )
 
 NAME = "equivalence"
 
 
-def _label(p: EquivalenceParams) -> str:
+def _label(p: EquivalenceParams, paired: bool = False) -> str:
     if p.arm is not None:
         return f"{'geometric ' if p.margin_kind == 'relative' else ''}mean of {p.arm}"
     if p.margin_kind == "relative":
-        return f"ratio of geometric means ({p.treated} / {p.baseline})"
-    return f"difference of means ({p.treated} - {p.baseline})"
+        what = "geometric mean of per-seed ratios" if paired else "ratio of geometric means"
+        return f"{what} ({p.treated} / {p.baseline})"
+    what = "mean of per-seed differences" if paired else "difference of means"
+    return f"{what} ({p.treated} - {p.baseline})"
 
 
 def _columns(arm: ArmSample, p: EquivalenceParams) -> dict[str, Any]:
@@ -74,18 +90,26 @@ def _columns(arm: ArmSample, p: EquivalenceParams) -> dict[str, Any]:
     return {**out, **censored_column(arm)}
 
 
-def _tost(p: EquivalenceParams, data: list[ArmSample]) -> tuple[float, tuple[float, float], float]:
-    """Estimate, (1 - 2 alpha) CI and TOST p, on the log scale for a relative margin."""
+Tost = tuple[float, tuple[float, float], float, dict[str, float]]
+
+
+def _tost(p: EquivalenceParams, data: list[ArmSample], pairing: Pairing | None) -> Tost:
+    """Estimate, (1 - 2 alpha) CI, TOST p and the one-sided p-values against the margins, on
+    the log scale for a relative margin; one sample for the one-arm form and for paired arms
+    (their per-seed differences)."""
     rel = p.margin_kind == "relative"
     tr = np.log if rel else (lambda v: v)
     back = math.exp if rel else float
     low, upp = p.region
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if len(data) == 1:
-            d = DescrStatsW(tr(data[0].values))
+        if len(data) == 1 or pairing is not None:
+            x = (tr(data[0].values) if pairing is None
+                 else paired_effects(pairing, "ratio" if rel else "difference"))
+            d = DescrStatsW(x)
             pval = d.ttost_mean(tr(low), tr(upp))[0]
             est, (lo, hi) = float(d.mean), d.tconfint_mean(alpha=2 * p.alpha)
+            se, df = float(d.std_mean), float(d.nobs - 1)
         else:
             base, treat = data
             pval = ttost_ind(treat.values, base.values, low, upp, usevar=p.usevar,
@@ -93,7 +117,22 @@ def _tost(p: EquivalenceParams, data: list[ArmSample]) -> tuple[float, tuple[flo
             cm = CompareMeans(DescrStatsW(tr(treat.values)), DescrStatsW(tr(base.values)))
             est = float(np.mean(tr(treat.values)) - np.mean(tr(base.values)))
             lo, hi = cm.tconfint_diff(alpha=2 * p.alpha, usevar=p.usevar)
-    return back(est), (back(float(lo)), back(float(hi))), float(pval)
+            se, df = ((float(cm.std_meandiff_pooledvar), float(cm.d1.nobs + cm.d2.nobs - 2))
+                      if p.usevar == "pooled" else
+                      (float(cm.std_meandiff_separatevar), float(cm.dof_satt())))
+        sides = _one_sided(est, se, df, tr(low), tr(upp))
+    return back(est), (back(float(lo)), back(float(hi))), float(pval), sides
+
+
+def _one_sided(est: float, se: float, df: float, low: float, upp: float) -> dict[str, float]:
+    """p_support (the TOST p: the larger of "above low" and "below upp") and p_refute (the
+    smaller of "below low" and "above upp"), t with `df` degrees of freedom."""
+    if not se > 0:  # all differences equal: the estimate is exact
+        inside = low <= est <= upp
+        return {"p_support": 0.0 if inside else 1.0, "p_refute": 1.0 if inside else 0.0}
+    t_low, t_upp = (est - low) / se, (est - upp) / se
+    return {"p_support": float(max(sps.t.sf(t_low, df), sps.t.cdf(t_upp, df))),
+            "p_refute": float(min(sps.t.cdf(t_low, df), sps.t.sf(t_upp, df)))}
 
 
 def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
@@ -102,16 +141,24 @@ def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     data = require_arms(NAME, equivalence_arms(p), arms, ANY_KIND)
     low, upp = p.region
     fmt = verdict_rules.format_number
-    test = ("TOST, one sample (statsmodels DescrStatsW.ttost_mean)" if p.arm is not None else
-            f"TOST, two samples (statsmodels ttost_ind, usevar={p.usevar})")
+    pairing = pair_arms(data[0], data[1], p.paired) if len(data) == 2 else None
+    paired = pairing is not None and pairing.paired
+    if p.arm is not None:
+        test = "TOST, one sample (statsmodels DescrStatsW.ttost_mean)"
+    elif paired:
+        test = "TOST, paired: one sample of per-seed differences (statsmodels ttost_mean)"
+    else:
+        test = f"TOST, two samples (statsmodels ttost_ind, usevar={p.usevar})"
     if p.margin_kind == "relative":
         test += ", on log values"
-    frame = Frame(NAME, _label(p), test, p.margin,
-                  f"{_label(p)} within [{fmt(low)}, {fmt(upp)}]", p.ci_level,
+    frame = Frame(NAME, _label(p, paired), test if pairing is None else
+                  with_analysis(test, pairing), p.margin,
+                  f"{_label(p, paired)} within [{fmt(low)}, {fmt(upp)}]", p.ci_level,
                   {**censoring_details(data, p.censored),
                    "ci_convention": f"{p.ci_level * 100:g}% CI = 1 - 2 alpha (TOST, alpha = "
                                     f"{p.alpha:g})",
-                   "equivalence_region": [low, upp], "margin_kind": p.margin_kind})
+                   "equivalence_region": [low, upp], "margin_kind": p.margin_kind,
+                   **(pairing.details() if pairing is not None else {})})
     rows = [arm_row(a, _columns(a, p)) for a in data]
     if why := too_few_seeds(data, 2) or refusal(data, p.censored):
         return frame.inconclusive(why, rows)
@@ -119,13 +166,23 @@ def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
         who = " and ".join(f"arm {a.name!r} has {int((a.values <= 0).sum())} value(s) <= 0"
                            for a in bad)
         return frame.inconclusive(f"{who}, and a relative margin compares logs", rows)
-    estimate, ci, pval = _tost(p, data)
+    analysed = [pairing.base, pairing.treat] if paired and pairing is not None else data
+    estimate, ci, pval, sides = _tost(p, analysed, pairing if paired else None)
     verdict, reason = verdict_rules.decide_interval(ci, low, upp, estimate, frame.effect_label,
                                                     p.ci_level)
-    at_risk = _at_risk(p, data, verdict, ci, low)
+    at_risk = _at_risk(p, analysed, verdict, ci, low)
     verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, "mean")
-    return frame.result(estimate, ci, pval, verdict, reason, rows,
-                        lower_bound_details(data, withheld))
+    if pairing is not None:
+        reason = reason.rstrip(".") + broken_pairs_words(pairing) + "."
+    result = frame.result(estimate, ci, pval, verdict, reason, rows,
+                          {**lower_bound_details(data, withheld), **sides})
+    # a side the lower-bound rule would withhold (a censored mean is never determined) has no
+    # valid p-value
+    censored = any(not a.observed.all() for a in analysed)
+    result.p_support = None if censored else sides["p_support"]
+    result.p_refute = None if censored else sides["p_refute"]
+    result.p_value_label = "TOST p against the margins (the same as p(support))"
+    return result
 
 
 def _at_risk(p: EquivalenceParams, data: list[ArmSample], verdict: Verdict,

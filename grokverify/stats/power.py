@@ -21,6 +21,14 @@ run. Two ways to simulate:
     plan). For ratio criteria without censoring the scale does not matter, only sigma and
     ``effect``.
 
+Paired criteria (``paired: true``, the default of ``survival_compare``, ``scalar_compare`` and
+two-arm ``equivalence``) are planned with paired arms, since the correlation between seed i's
+results in two arms is what makes the paired analysis need fewer seeds: (a) resamples whole
+seeds, each drawn seed keeping its values in both arms (the pilot's pairs, `pair_arms`); (b)
+draws seed i's log times in the two arms from a Gaussian copula with correlation ``correlation``
+(default: the pilot's within-pair Spearman correlation turned into a Pearson one,
+``2 sin(pi r / 6)``; 0 without a pilot). Unpaired criteria simulate independent arms as before.
+
 The recommended seed count is the smallest candidate whose estimated power reaches
 ``target_power`` (None if none does). Estimates carry Monte Carlo error
 ``sqrt(p (1 - p) / n_sim)`` (about 0.03 at p = 0.8, n_sim = 200). Everything derives from
@@ -40,7 +48,15 @@ from scipy import optimize
 from scipy import stats as sps
 
 from grokverify.stats.base import ArmSample, Verdict
-from grokverify.stats.simulate import censored_lognormal, make_arm, take_seeds
+from grokverify.stats.common import Pairing, pair_arms
+from grokverify.stats.simulate import (
+    censored_lognormal,
+    correlated_pair,
+    lognormal_times,
+    make_arm,
+    pearson_for_spearman,
+    take_seeds,
+)
 
 TIME_CRITERIA = ("survival_compare", "cox_hazard_ratio", "scalar_compare", "equivalence")
 DEFAULT_SIGMA = 0.5
@@ -100,6 +116,20 @@ def fit_censored_lognormal(arms: Sequence[ArmSample]) -> tuple[list[float], floa
     return mus, sigma
 
 
+def is_paired(params: pydantic.BaseModel, arm_names: Sequence[str]) -> bool:
+    """Whether the criterion compares two arms paired by seed (its ``paired`` param)."""
+    return len(arm_names) == 2 and bool(getattr(params, "paired", False))
+
+
+def _pilot_pairing(pilot: dict[str, ArmSample] | None,
+                   arm_names: Sequence[str]) -> Pairing | None:
+    """The pilot's two arms paired by seed, or None (no pilot, or no pairs)."""
+    if pilot is None or any(a not in pilot for a in arm_names):
+        return None
+    pairing = pair_arms(pilot[arm_names[0]], pilot[arm_names[1]], True)
+    return pairing if pairing.paired else None
+
+
 def _vary_seed(params: pydantic.BaseModel, value: int) -> pydantic.BaseModel:
     if "bootstrap_seed" in type(params).model_fields:
         return params.model_copy(update={"bootstrap_seed": int(value)})
@@ -116,14 +146,16 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
                candidates: Sequence[int] = (4, 8, 12, 16, 20), target_power: float = 0.8,
                n_sim: int = 200, seed: int = 0, *, sigma: float | None = None,
                baseline_median: float | None = None, budget: float | None = None,
-               eval_interval: float | None = None) -> PowerPlan:
+               eval_interval: float | None = None, correlation: float | None = None,
+               ) -> PowerPlan:
     """Estimate P(SUPPORTED) at each candidate seed count (per arm) and pick the smallest that
     reaches `target_power`.
 
     With ``effect`` (a ratio of medians, treated / baseline): simulate log-normal times (method
     (b) of the module docstring); `sigma`, `baseline_median`, `budget` and `eval_interval`
-    override what is taken from the pilot or the defaults. Without ``effect``: resample the
-    pilot's seeds per arm (method (a))."""
+    override what is taken from the pilot or the defaults; `correlation` is the within-seed
+    correlation of log times for a paired criterion. Without ``effect``: resample the pilot's
+    seeds per arm, or whole seed pairs for a paired criterion (method (a))."""
     from grokverify.stats import criterion_for  # lazy: the registry may one day import this
 
     criterion = criterion_for(criterion_name, params)
@@ -135,17 +167,24 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
     if n_sim < 1:
         raise ValueError("n_sim must be >= 1")
     arm_names = criterion.arms_of(params)
+    paired = is_paired(params, arm_names)
+    pairing = _pilot_pairing(pilot, arm_names) if paired else None
     if effect is not None:
         if not effect > 0:
             raise ValueError("effect is a ratio of medians and must be > 0")
+        if paired and correlation is None:
+            correlation = (pearson_for_spearman(pairing.correlation) if pairing is not None
+                           and math.isfinite(pairing.correlation) else 0.0)
         draw, assumptions = _declared_effect(criterion_name, arm_names, pilot, float(effect),
-                                             sigma, baseline_median, budget, eval_interval)
+                                             sigma, baseline_median, budget, eval_interval,
+                                             correlation if paired else None)
         method = "declared_effect"
     elif pilot is not None:
         missing = [a for a in arm_names if a not in pilot or pilot[a].n == 0]
         if missing:
             raise ValueError(f"the pilot has no seeds for arm(s) {missing}")
-        draw, assumptions = _pilot_resampling(arm_names, pilot)
+        draw, assumptions = (_pair_resampling(arm_names, pairing) if pairing is not None
+                             else _pilot_resampling(arm_names, pilot))
         method = "pilot_resampling"
     else:
         raise ValueError("give a pilot (to resample) or a declared effect (to simulate)")
@@ -188,10 +227,27 @@ def _pilot_resampling(arm_names: list[str], pilot: dict[str, ArmSample],
     return draw, assumptions
 
 
+def _pair_resampling(arm_names: list[str], pairing: Pairing) -> tuple[Draw, dict[str, Any]]:
+    """Whole seeds of the pilot resampled, each keeping its values in both arms."""
+    def draw(rng: np.random.Generator, n: int, n_sim: int) -> dict[str, list[ArmSample]]:
+        idx = rng.integers(0, pairing.n_pairs, size=(n_sim, n))
+        return {a.name: [take_seeds(a, row, renumber=True) for row in idx]
+                for a in (pairing.base, pairing.treat)}
+
+    assumptions = {"pilot_seeds": {a: pairing.n_pairs for a in arm_names},
+                   "pilot_events": {a.name: a.events for a in (pairing.base, pairing.treat)},
+                   "paired": True, "pilot_pairs": pairing.n_pairs,
+                   "within_pair_correlation": pairing.correlation}
+    return draw, assumptions
+
+
 def _declared_effect(criterion_name: str, arm_names: list[str],
                      pilot: dict[str, ArmSample] | None, effect: float, sigma: float | None,
                      baseline_median: float | None, budget: float | None,
-                     eval_interval: float | None) -> tuple[Draw, dict[str, Any]]:
+                     eval_interval: float | None, correlation: float | None,
+                     ) -> tuple[Draw, dict[str, Any]]:
+    """Log-normal arms; independent, or (`correlation` given: a paired criterion) seed i's log
+    times in the two arms from a Gaussian copula with that correlation."""
     if criterion_name not in TIME_CRITERIA or len(arm_names) != 2:
         raise ValueError(f"a declared effect applies to two-arm time-to-threshold criteria "
                          f"({', '.join(TIME_CRITERIA)}), not {criterion_name!r} with arms "
@@ -216,16 +272,23 @@ def _declared_effect(criterion_name: str, arm_names: list[str],
     cap = float(budget) if budget is not None else (
         _budget_of(pilot) if pilot is not None else math.inf)
 
+    arms = ((base_name, med), (treat_name, med * effect))
+
     def draw(rng: np.random.Generator, n: int, n_sim: int) -> dict[str, list[ArmSample]]:
-        out = {}
-        for name, m in ((base_name, med), (treat_name, med * effect)):
-            t, o = censored_lognormal(rng, (n_sim, n), m, sd, cap, eval_interval)
-            out[name] = [make_arm(name, t[i], o[i]) for i in range(n_sim)]
-        return out
+        if correlation is None:
+            times = [censored_lognormal(rng, (n_sim, n), m, sd, cap, eval_interval)
+                     for _, m in arms]
+        else:
+            zs = correlated_pair(rng, (n_sim, n), correlation)
+            times = [lognormal_times(z, m, sd, cap, eval_interval)
+                     for z, (_, m) in zip(zs, arms, strict=True)]
+        return {name: [make_arm(name, t[i], o[i]) for i in range(n_sim)]
+                for (name, _), (t, o) in zip(arms, times, strict=True)}
 
     assumptions: dict[str, Any] = {
         "effect": effect, "baseline_median": med, "treated_median": med * effect,
-        "sigma": sd, "budget": cap, "eval_interval": eval_interval, "source": source}
+        "sigma": sd, "budget": cap, "eval_interval": eval_interval, "source": source,
+        "paired": correlation is not None, "correlation": correlation}
     if fit_note:
         assumptions["note"] = fit_note
     return draw, assumptions
@@ -236,8 +299,12 @@ def _explain(plan: PowerPlan) -> str:
     curve = ", ".join(f"n={n}: {p:.2f}" for n, p in plan.curve)
     if plan.method == "pilot_resampling":
         seeds = ", ".join(f"{k}: {v}" for k, v in a["pilot_seeds"].items())
-        how = (f"each arm's pilot seeds ({seeds}) were resampled with replacement to n seeds, "
-               "taking the pilot's own effect, spread, censoring and ties as the truth "
+        what = ("whole seeds of the pilot's pairs were resampled with replacement to n seeds "
+                "per arm, each keeping its values in both arms (paired analysis, within-pair "
+                f"correlation {a['within_pair_correlation']:.2f})"
+                if a.get("paired") else
+                f"each arm's pilot seeds ({seeds}) were resampled with replacement to n seeds")
+        how = (f"{what}, taking the pilot's own effect, spread, censoring and ties as the truth "
                "(optimistic when the pilot's effect is a lucky draw)")
     else:
         budget = "no budget" if math.isinf(a["budget"]) else f"censoring at {a['budget']:g} steps"
@@ -245,7 +312,10 @@ def _explain(plan: PowerPlan) -> str:
                f"baseline median {a['baseline_median']:.4g} steps and treated median = "
                f"baseline x {a['effect']:g}, {budget}"
                + (f", rounded up to every {a['eval_interval']:g} steps" if a["eval_interval"]
-                  else "") + (f"; {a['note']}" if a.get("note") else ""))
+                  else "")
+               + (f", seed i's log times in the two arms correlated at {a['correlation']:.2f} "
+                  "(Gaussian copula; paired analysis)" if a.get("paired") else "")
+               + (f"; {a['note']}" if a.get("note") else ""))
     pick = (f"the smallest candidate reaching {plan.target_power:.0%} is n={plan.recommended} "
             "seeds per arm" if plan.recommended is not None else
             f"no candidate reaches {plan.target_power:.0%}: more seeds, a larger effect or a "

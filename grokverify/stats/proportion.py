@@ -10,7 +10,11 @@ censored) takes the cuts only: ``observed`` needs a time metric (`proportion_kin
 CI: Clopper-Pearson (``method: beta``, the default) or Wilson score (``method: wilson``) from
 statsmodels ``proportion_confint``;
 p: exact binomial test (scipy ``binomtest``) of the share against ``threshold`` in the claimed
-direction. The verdict comes from the CI by `grokverify.verdict.decide`.
+direction (informative; it is against θ, not a test of no effect). The verdict comes from the CI
+by `grokverify.verdict.decide`. ``p_support``/``p_refute`` invert the same interval, so they give
+its verdict exactly: for Clopper-Pearson the exact binomial tails ``P(X >= k | θ)`` and
+``P(X <= k | θ)``, for Wilson the score test ``z = (k/n - θ) / sqrt(θ (1 - θ) / n)``. A claimed
+region that is all of [0, 1] (``greater`` with θ 0, ``less`` with θ 1) is always supported.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import binomtest
+from scipy.stats import binom, binomtest, norm
 from statsmodels.stats.proportion import proportion_confint
 
 from grokverify import verdict as verdict_rules
@@ -30,7 +34,7 @@ from grokverify.catalog.criteria import (
     expect_params,
     proportion_kinds,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Region
 from grokverify.stats.common import NOT_CENSORED, Frame, arm_row, require_arms
 
 NAME = "proportion"
@@ -88,7 +92,37 @@ def run_proportion(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionRe
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, k / n, frame.effect_label,
                                            p.ci_level)
     reason = reason.removesuffix(".") + f", from {k} of {n} seeds."
-    return frame.result(k / n, ci, pval, verdict, reason, rows)
+    result = frame.result(k / n, ci, pval, verdict, reason, rows,
+                          {"p_against_threshold": _P_WORDS[p.method]})
+    result.p_support, result.p_refute = p_against(k, n, p.threshold, p.direction, p.method)
+    result.p_value_label = "one-sided exact binomial test p against θ"
+    return result
+
+
+def _exact_tails(k: int, n: int, theta: float) -> tuple[float, float]:
+    """P(X >= k | θ), P(X <= k | θ): what Clopper-Pearson's bounds invert."""
+    return float(binom.sf(k - 1, n, theta)), float(binom.cdf(k, n, theta))
+
+
+def _score_tails(k: int, n: int, theta: float) -> tuple[float, float]:
+    """One-sided p's of the score test, which Wilson's interval inverts."""
+    z = (k / n - theta) / math.sqrt(theta * (1 - theta) / n)
+    return float(norm.sf(z)), float(norm.cdf(z))
+
+
+# method -> (p of "share above θ", p of "share below θ"), each inverting that method's CI
+_TAILS = {"beta": _exact_tails, "wilson": _score_tails}
+_P_WORDS = {"beta": "exact binomial tails P(X >= k | θ), P(X <= k | θ) (inverting "
+                    "Clopper-Pearson)",
+            "wilson": "one-sided score test z = (k/n - θ) / sqrt(θ(1-θ)/n) (inverting Wilson)"}
+
+
+def p_against(k: int, n: int, theta: float, region: Region, method: str) -> tuple[float, float]:
+    """(p_support, p_refute) of k successes in n against θ, coherent with `method`'s CI."""
+    if (region, theta) in (("greater", 0.0), ("less", 1.0)):
+        return 0.0, 1.0  # the claimed region is all of [0, 1]: every CI lies in it
+    above, below = _TAILS[method](k, n, theta)
+    return (above, below) if region == "greater" else (below, above)
 
 
 def _censoring_words(p: ProportionParams, arm: ArmSample) -> str:

@@ -6,11 +6,20 @@ seed is censored; for a value metric a signed number. Censoring (time metrics) f
 ``censored: as_budget | refuse`` and the lower-bound rule of `grokverify.stats.common`. A ratio
 of statistics of a value metric is judged only when every value is > 0: with a value <= 0 a
 statistic can be 0 or change sign and the ratio means nothing (INCONCLUSIVE, use a difference).
+
+Paired (``scalar_compare``'s default where the arms share seed numbers): the effect is the
+statistic of the per-pair differences, or exp of the statistic of the per-pair log ratios, and
+the CI the one-sample BCa bootstrap of those per-pair effects. Under the lower-bound rule a pair
+with a censored treated value has a per-pair effect that can only be larger than entered, one
+with a censored baseline value one that can only be smaller; a verdict stands only when the
+statistic of the per-pair effects is determined against the pull that favours it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,17 +40,22 @@ from grokverify.stats.common import (
     STATISTIC_WORDS,
     STATISTICS,
     Frame,
+    Pairing,
     arm_row,
     bootstrap_ci,
+    broken_pairs_words,
     censored_column,
     censoring_details,
     determined,
     lower_bound_details,
     lower_bound_rule,
+    pair_arms,
+    paired_effects,
     refusal,
     require_arms,
     statistic_of,
     too_few_seeds,
+    with_analysis,
 )
 from grokverify.stats.survival import median_effect
 
@@ -74,9 +88,14 @@ def not_positive(arms: list[ArmSample]) -> str | None:
 # ---------------------------------------------------------------- scalar_compare
 
 
-def _scalar_label(p: ScalarCompareParams) -> str:
+def _scalar_label(p: ScalarCompareParams, paired: bool) -> str:
     op = "/" if p.effect == "ratio" else "-"
-    return f"{p.effect} of {p.statistic}s ({p.treated} {op} {p.baseline})"
+    if not paired:
+        return f"{p.effect} of {p.statistic}s ({p.treated} {op} {p.baseline})"
+    if p.effect == "difference":
+        return f"{p.statistic} of per-seed differences ({p.treated} - {p.baseline})"
+    stat = {"mean": "geometric mean", "median": "median", "iqm": "geometric iqm"}[p.statistic]
+    return f"{stat} of per-seed ratios ({p.treated} / {p.baseline})"
 
 
 def _scalar_region(p: ScalarCompareParams) -> str:
@@ -84,19 +103,48 @@ def _scalar_region(p: ScalarCompareParams) -> str:
     return f"{p.effect} {op} {verdict_rules.format_number(p.threshold)}"
 
 
+Estimate = tuple[float, tuple[float, float], dict[str, Any]]
+
+
 def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """Ratio/difference of a per-seed statistic between two arms; the BCa CI decides."""
+    """Ratio/difference of a per-seed statistic between two arms (of per-pair effects when
+    paired); the BCa CI decides."""
     p = expect_params(params, ScalarCompareParams)
     base, treat = require_arms(SCALAR, [p.baseline, p.treated], arms, ANY_KIND)
-    frame = Frame(SCALAR, _scalar_label(p), "BCa bootstrap CI of the effect (no test)",
+    pairing = pair_arms(base, treat, p.paired)
+    frame = Frame(SCALAR, _scalar_label(p, pairing.paired),
+                  with_analysis("BCa bootstrap CI of the effect (no test)", pairing),
                   p.threshold, _scalar_region(p), p.ci_level,
                   {**censoring_details((base, treat), p.censored),
-                   "statistic": STATISTIC_WORDS[p.statistic]})
+                   "statistic": STATISTIC_WORDS[p.statistic], **pairing.details()})
     rows = [arm_row(a, _columns(a, p.statistic)) for a in (base, treat)]
     ratio_undefined = not_positive([base, treat]) if p.effect == "ratio" else None
+    if pairing.paired and p.effect == "ratio" and not ratio_undefined:
+        ratio_undefined = not_positive_pairs(pairing)
     if why := too_few_seeds((base, treat), 2) or refusal((base, treat), p.censored) \
             or ratio_undefined:
         return frame.inconclusive(why, rows)
+    region = (p.direction, p.threshold)
+    estimate, ci, boot = (_paired_effect(p, pairing, region) if pairing.paired
+                          else _unpaired_effect(p, base, treat, region))
+    verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
+                                           frame.effect_label, p.ci_level)
+    at_risk = (_paired_at_risk(pairing, p) if pairing.paired
+               else _unpaired_at_risk(base, treat, p))
+    verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk(verdict),
+                                                 p.statistic)
+    result = frame.result(estimate, ci, None, verdict, reason.rstrip(".")
+                          + broken_pairs_words(pairing) + ".", rows,
+                          {**boot, **lower_bound_details((base, treat), withheld)})
+    # a side whose verdict the lower-bound rule would withhold has no valid p-value
+    result.p_support = None if at_risk(Verdict.SUPPORTED) else boot.get("p_support")
+    result.p_refute = None if at_risk(Verdict.REFUTED) else boot.get("p_refute")
+    return result
+
+
+def _unpaired_effect(p: ScalarCompareParams, base: ArmSample, treat: ArmSample,
+                     region: tuple[str, float]) -> Estimate:
+    """The effect of the arms' statistics, arms resampled independently."""
     stat, effect = STATISTICS[p.statistic], p.effect
 
     def effect_of(b: np.ndarray, t: np.ndarray, axis: int = -1) -> Any:
@@ -104,19 +152,68 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
 
     estimate = float(effect_of(base.values, treat.values))
     ci, boot = bootstrap_ci((base.values, treat.values), effect_of, p.ci_level, p.n_boot,
-                            p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"))
-    verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
-                                           frame.effect_label, p.ci_level)
-    # A low value in treated pulls the effect down; in baseline, up.
+                            p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"),
+                            region=region)
+    return estimate, ci, boot
+
+
+def _paired_effect(p: ScalarCompareParams, pairing: Pairing,
+                   region: tuple[str, float]) -> Estimate:
+    """The statistic of the per-pair effects (log ratios for a ratio, back-transformed), with
+    the one-sample BCa bootstrap of the pairs."""
+    d = paired_effects(pairing, p.effect)
+    log = p.effect == "ratio"
+    back = np.exp if log else (lambda x: x)
+    thr = math.log(region[1]) if log else region[1]
+    ci, boot = bootstrap_ci((d,), STATISTICS[p.statistic], p.ci_level, p.n_boot,
+                            p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"),
+                            region=(region[0], thr),
+                            how="scipy.stats.bootstrap of the per-pair effects (seed pairs "
+                                "resampled jointly)" + (", on log ratios" if log else ""))
+    estimate = float(back(statistic_of(d, p.statistic)))
+    return estimate, (float(back(ci[0])), float(back(ci[1]))), boot
+
+
+AtRisk = Any  # Callable[[Verdict], list[ArmSample]]
+
+
+def _unpaired_at_risk(base: ArmSample, treat: ArmSample, p: ScalarCompareParams) -> AtRisk:
+    """The arms whose censored values could have produced a verdict: a low value in treated
+    pulls the effect down, in baseline up."""
     favours_less, favours_greater = treat, base
     pulls = {Verdict.SUPPORTED: favours_less if p.direction == "less" else favours_greater,
              Verdict.REFUTED: favours_greater if p.direction == "less" else favours_less}
-    arm = pulls.get(verdict)
-    at_risk = [arm] if arm is not None and not determined(arm.values, arm.observed,
+
+    def at_risk(verdict: Verdict) -> list[ArmSample]:
+        arm = pulls.get(verdict)
+        return [arm] if arm is not None and not determined(arm.values, arm.observed,
                                                            p.statistic) else []
-    verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, p.statistic)
-    return frame.result(estimate, ci, None, verdict, reason, rows,
-                        {**boot, **lower_bound_details((base, treat), withheld)})
+    return at_risk
+
+
+def _paired_at_risk(pairing: Pairing, p: ScalarCompareParams) -> AtRisk:
+    """Per-pair effects with a censored treated value can only be larger than entered (those
+    with a censored baseline only smaller): the verdict that a too-low (too-high) entry favours
+    stands only when the statistic of the effects is determined against it."""
+    d = paired_effects(pairing, p.effect)
+    rise = {Verdict.SUPPORTED: p.direction == "less", Verdict.REFUTED: p.direction == "greater"}
+
+    def at_risk(verdict: Verdict) -> list[ArmSample]:
+        if verdict not in rise:
+            return []
+        arm, sign = (pairing.treat, 1.0) if rise[verdict] else (pairing.base, -1.0)
+        return [] if determined(sign * d, arm.observed, p.statistic) else [arm]
+    return at_risk
+
+
+def not_positive_pairs(pairing: Pairing) -> str | None:
+    """Why per-pair log ratios are undefined (a paired value <= 0), or None."""
+    bad = [a for a in (pairing.base, pairing.treat) if (a.values <= 0).any()]
+    if not bad:
+        return None
+    who = " and ".join(f"arm {a.name!r} has {int((a.values <= 0).sum())} paired value(s) <= 0"
+                       for a in bad)
+    return f"{who}, and a per-seed ratio compares logs (use effect: difference)"
 
 
 SCALAR_COMPARE = Criterion.of(CRITERION_SPECS[SCALAR], run_scalar_compare)
@@ -146,15 +243,36 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
         ci, details = mean_bootstrap_t_ci(x, p.ci_level, p.n_boot, p.bootstrap_seed)
     else:
         ci, details = median_order_ci(x, p.ci_level)
+    sides = details.pop("sides")
     verdict, reason = verdict_rules.decide_interval(ci, lower, upper, estimate,
                                                     frame.effect_label, p.ci_level)
     # Censored values pull the statistic down: a CI above the region stands regardless.
     needs_arm = verdict == Verdict.SUPPORTED or (verdict == Verdict.REFUTED and ci[1] < lower)
     at_risk = [arm] if needs_arm and not determined(x, arm.observed, p.statistic) else []
     verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk, p.statistic)
-    return frame.result(estimate, ci, None, verdict, reason, rows,
-                        {**details, "tolerance_region": [lower, upper],
-                         **lower_bound_details([arm], withheld)})
+    result = frame.result(estimate, ci, None, verdict, reason, rows,
+                          {**details, "tolerance_region": [lower, upper],
+                           **lower_bound_details([arm], withheld)})
+    # p against the region, two one-sided tests like the CI's two ends: inside needs both
+    # "above lower" and "below upper" (the larger p), outside needs either (the smaller)
+    if not determined(x, arm.observed, p.statistic):
+        return result  # censored values: the statistic is only a lower bound
+    at_lower, at_upper = sides(lower), sides(upper)
+    result.p_support = max(at_lower.ge, at_upper.le)
+    result.p_refute = min(at_lower.lt, at_upper.gt)
+    return result
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One-sided p-values of a statistic against a boundary b, each the smallest alpha/2 at
+    which the CI's end passes b: ``ge``/``le`` that it is >= b / <= b (supporting: a CI end at b
+    is inside), ``gt``/``lt`` that it is > b / < b (refuting: strictly outside)."""
+
+    ge: float
+    le: float
+    gt: float
+    lt: float
 
 
 def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
@@ -172,6 +290,8 @@ def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
         "n_boot": int(n_boot), "bootstrap_seed": int(seed)}
     if se == 0:
         details["degenerate"] = "all values equal: the CI is the single value"
+        details["sides"] = lambda b: Sides(float(m < b), float(m > b), float(m <= b),
+                                           float(m >= b))
         return (m, m), details
     idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     xb = x[idx]
@@ -183,7 +303,17 @@ def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
     alpha = 1.0 - ci_level
     q_lo, q_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
     details["n_dropped_resamples"] = int(n_boot - t.size)
+    details["sides"] = functools.partial(_bootstrap_t_sides, np.sort(t), m, se)
     return (float(m - q_hi * se), float(m - q_lo * se)), details
+
+
+def _bootstrap_t_sides(t: np.ndarray, m: float, se: float, b: float) -> Sides:
+    """`Sides` of the bootstrap-t against `b` (`t` sorted), read off its inverted-CDF quantiles:
+    the CI's low end ``m - q_(1-a) se`` is >= b when a share of at most a of the t* lies above
+    ``(m - b) / se``, and its high end ``m - q_a se`` is <= b when a share below a lies under."""
+    c, n = (m - b) / se, t.size
+    under, through = np.searchsorted(t, c, side="left"), np.searchsorted(t, c, side="right")
+    return Sides(ge=(n - through) / n, le=under / n, gt=(n - under) / n, lt=through / n)
 
 
 def median_order_ci(x: np.ndarray, ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
@@ -206,7 +336,19 @@ def median_order_ci(x: np.ndarray, ci_level: float) -> tuple[tuple[float, float]
         ci, achieved = (-math.inf, math.inf), 1.0
     return ci, {"ci_method": "order statistics: [x_(k), x_(n+1-k)], k the largest with "
                              "P(Bin(n, 1/2) <= k-1) <= alpha/2 (exact, distribution-free)",
-                "order_statistic_k": k, "achieved_level": achieved}
+                "order_statistic_k": k, "achieved_level": achieved,
+                "sides": functools.partial(_sign_test_sides, xs)}
+
+
+def _sign_test_sides(xs: np.ndarray, b: float) -> Sides:
+    """`Sides` of the exact sign test against `b`, matched to the order-statistic CI (`xs`
+    sorted): its low end x_(k) is >= b exactly when at most k - 1 values lie below b, i.e. when
+    P(Bin(n, 1/2) <= that count) <= alpha/2; the other three sides likewise."""
+    n = xs.size
+    below, through = np.searchsorted(xs, b, side="left"), np.searchsorted(xs, b, side="right")
+    cdf = functools.partial(binom.cdf, n=n, p=0.5)
+    return Sides(ge=float(cdf(below)), le=float(cdf(n - through)), gt=float(cdf(through)),
+                 lt=float(cdf(n - below)))
 
 
 VALUE_CRITERION = Criterion.of(CRITERION_SPECS[VALUE], run_value)

@@ -33,6 +33,7 @@ from scipy import stats as sps
 
 from grokverify.catalog.metrics import Kind
 from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample
+from grokverify.stats.common import take_seeds as take_seeds  # re-exported for callers
 
 Size = int | tuple[int, ...]
 
@@ -75,15 +76,15 @@ def observed_median(median: float, eval_interval: float | None = None,
 
     With rounding to a grid of step h, ``P(T' <= g) = P(T <= g)`` at grid points g, so the
     first grid point with S(g) < 0.5 (the Kaplan-Meier convention) is ``h ceil(m / h)`` for a
-    continuous median m strictly between grid points, and the next grid point when m lies on
-    one (S is exactly 0.5 there).
+    continuous median m strictly between grid points; when m lies on one, S is exactly 0.5 there
+    and the median is the midpoint of that grid point and the next (the Kaplan-Meier convention
+    of `grokverify.stats.survival`).
     """
     m = float(median)
     if eval_interval:
         k = math.ceil(m / eval_interval)
-        if math.isclose(k * eval_interval, m, rel_tol=1e-12, abs_tol=0.0):
-            k += 1
-        m = k * eval_interval
+        on_grid = math.isclose(k * eval_interval, m, rel_tol=1e-12, abs_tol=0.0)
+        m = (k + 0.5 * on_grid) * eval_interval
     return m if m <= budget else math.inf
 
 
@@ -97,7 +98,15 @@ def censored_lognormal(rng: np.random.Generator, size: Size, median: float, sigm
                        ) -> tuple[np.ndarray, np.ndarray]:
     """Log-normal steps (true median `median`, log-sd `sigma`), rounded up to the eval interval,
     right-censored at `budget`: (times, observed), each of shape `size`."""
-    raw = median * np.exp(sigma * rng.standard_normal(size))
+    return lognormal_times(rng.standard_normal(size), median, sigma, budget, eval_interval)
+
+
+def lognormal_times(z: np.ndarray, median: float, sigma: float, budget: float = math.inf,
+                    eval_interval: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`censored_lognormal` from given standard normal draws `z` (log time = log median +
+    sigma z), so that paired arms can take correlated draws (`correlated_pair`: a Gaussian
+    copula on log times)."""
+    raw = median * np.exp(sigma * np.asarray(z, dtype=float))
     return _censor(discretize(raw, eval_interval), budget)
 
 
@@ -132,17 +141,6 @@ def first_seeds(arms: dict[str, ArmSample], n: int) -> dict[str, ArmSample]:
     """The arms restricted to their first `n` seeds (extra metrics included), for sequential
     designs: ``draw_arms = functools.partial(first_seeds, all_arms)``."""
     return {k: take_seeds(a, np.arange(min(n, a.n))) for k, a in arms.items()}
-
-
-def take_seeds(arm: ArmSample, index: np.ndarray, renumber: bool = False) -> ArmSample:
-    """The arm's seeds at `index` (repeats allowed: a resample), with their extra metrics.
-
-    ``renumber`` gives the result seeds 0..len-1 (needed when `index` repeats a seed)."""
-    idx = np.asarray(index, dtype=int)
-    seeds = tuple(range(idx.size)) if renumber else tuple(arm.seeds[i] for i in idx)
-    return ArmSample(arm.name, arm.values[idx], arm.observed[idx], seeds,
-                     excluded=dict(arm.excluded),
-                     extra={k: v[idx] for k, v in arm.extra.items()}, kind=arm.kind)
 
 
 def two_arm_times(rng: np.random.Generator, n: int | tuple[int, int], base_median: float,

@@ -4,12 +4,18 @@ Seeds that never reach the threshold within the budget are right-censored at the
 dropped, so slow seeds still count against an arm. A median the survival curve never reaches is
 ``math.inf`` ("beyond the budget").
 
-KM median convention (statsmodels ``SurvfuncRight.quantile(0.5)``, SAS style): the first event
-time at which the estimated S(t) is *strictly* below 0.5. S(t) is computed as
-``exp(cumsum(log(1 - d/n)))`` over event times, so where S(t) is exactly 0.5 in exact arithmetic
-the rounding of that product decides between the two neighbouring event times;
-`km_median_batch` reproduces the same arithmetic so that bootstrap resamples and the point
-estimate share this convention bit for bit.
+KM median convention (R survival's ``quantile.survfit``, and the usual midpoint rule for a
+median): the first event time at which the estimated S(t) is below 0.5; where S(t) equals 0.5
+(within `HALF_TOL`, sqrt of the machine epsilon, as R) at an event time, the median is the
+midpoint of that time and the next event time, or of that time and the largest time when no
+event follows (a flat at 0.5 to the end of the curve). S(t) is computed as
+``exp(cumsum(log(1 - d/n)))`` over event times (statsmodels' arithmetic), so the tolerance, not
+float rounding, decides the exact-0.5 case; `km_median_batch` is the one implementation, used
+for point estimates and bootstrap resamples alike.
+
+Paired analysis (the default where the arms share seed numbers, `grokverify.stats.common.
+pair_arms`): the bootstrap resamples seed indices jointly, each resampled seed keeping its
+(time, censored) in both arms, so the within-seed correlation of the arms is kept.
 """
 
 from __future__ import annotations
@@ -30,19 +36,33 @@ from grokverify.catalog.criteria import (
     expect_params,
 )
 from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
-from grokverify.stats.common import Frame, arm_row, excluded_words, require_arms
+from grokverify.stats.common import (
+    Frame,
+    arm_row,
+    broken_pairs_words,
+    excluded_words,
+    pair_arms,
+    require_arms,
+    with_analysis,
+)
 
 NAME = "survival_compare"
 CENSORING = "seeds that never reach the threshold are right-censored at their budget"
 
 # statsmodels clips 1 - d/n at this floor before taking logs; mirrored in km_median_batch.
 _SURV_FLOOR = 1e-16
+# |S(t) - 0.5| within this is S = 0.5 exactly (R survival's tolerance, sqrt(machine epsilon)).
+HALF_TOL = math.sqrt(float(np.finfo(float).eps))
+KM_MEDIAN_CONVENTION = ("first event time with S(t) < 0.5; where S(t) = 0.5 (within "
+                        "sqrt(machine eps)) the midpoint of that event time and the next (or the "
+                        "largest time when no event follows), as R survival's quantile.survfit")
 
 
 def km_median(
     times: np.ndarray, observed: np.ndarray, alpha: float = 0.05
 ) -> tuple[float, float, float]:
-    """KM median and its (1-alpha) CI via statsmodels (cloglog); inf where unreached/unbounded.
+    """KM median (`km_median_batch`'s convention) and its (1-alpha) CI via statsmodels (cloglog);
+    inf where unreached/unbounded.
 
     A NaN upper bound means unbounded, so it becomes inf. A NaN lower bound becomes inf when the
     median itself is beyond the budget (no observed time is a plausible median), else 0.0, the
@@ -52,9 +72,9 @@ def km_median(
     d = np.asarray(observed, dtype=float)
     if t.size == 0:
         raise ValueError("km_median needs at least one time")
+    median = float(km_median_batch(t[None], d[None].astype(bool))[0])
     with np.errstate(all="ignore"):
         sf = SurvfuncRight(t, d)
-        median = _nan_to_inf(float(sf.quantile(0.5)))
         low, high = (float(x) for x in sf.quantile_ci(0.5, alpha=alpha, method="cloglog"))
     if math.isnan(low):
         low = math.inf if math.isinf(median) else 0.0
@@ -66,11 +86,12 @@ def _nan_to_inf(x: float) -> float:
 
 
 def km_median_batch(times: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """KM medians of B samples at once: (B, n) arrays -> (B,), inf where S never drops below 0.5.
+    """KM medians of B samples at once: (B, n) arrays -> (B,), inf where S never reaches 0.5.
 
-    Mirrors statsmodels' arithmetic exactly (see module docstring): rows are sorted, each tie
-    group contributes one factor 1 - d/n at its last position, and non-event positions add an
-    exact 0.0 to the running log-sum, so the partial sums equal statsmodels' bit for bit.
+    The convention of the module docstring (midpoint where S = 0.5 within `HALF_TOL`). S(t)
+    follows statsmodels' arithmetic: rows are sorted, each tie group contributes one factor
+    1 - d/n at its last position, and non-event positions add an exact 0.0 to the running
+    log-sum.
     """
     t = np.asarray(times, dtype=float)
     o = np.asarray(observed, dtype=bool)
@@ -83,10 +104,13 @@ def km_median_batch(times: np.ndarray, observed: np.ndarray) -> np.ndarray:
     ts = np.take_along_axis(t, order, axis=1)
     events = np.take_along_axis(o, order, axis=1).astype(float)
     surv, is_event_time = _km_curve_sorted(ts, events)
-    hit = is_event_time & (surv < 0.5)
-    first = hit.argmax(axis=1)
-    medians = ts[np.arange(n_rows), first]
-    return np.where(hit.any(axis=1), medians, math.inf)
+    rows = np.arange(n_rows)
+    below = is_event_time & (surv < 0.5 - HALF_TOL)
+    at_half = is_event_time & (np.abs(surv - 0.5) <= HALF_TOL)
+    below_time = np.where(below.any(axis=1), ts[rows, below.argmax(axis=1)], math.inf)
+    flat_end = np.where(below.any(axis=1), below_time, ts[:, -1])
+    half_time = ts[rows, at_half.argmax(axis=1)]
+    return np.where(at_half.any(axis=1), (half_time + flat_end) / 2, below_time)
 
 
 def _km_curve_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,19 +168,25 @@ def bootstrap_median_effect(
     seed: int,
     ci_level: float,
     region: tuple[Literal["less", "greater"], float] | None = None,
+    paired: bool = False,
 ) -> tuple[float, tuple[float, float], dict[str, Any]]:
-    """Point estimate of the median effect and its stratified percentile-bootstrap CI.
+    """Point estimate of the median effect and its percentile-bootstrap CI.
 
-    Seeds are resampled with replacement within each arm, keeping each seed's (time, observed)
-    pair, so censored seeds stay censored. A resample's KM median that is not reached is only
-    known to lie in ``[largest time of that resample, inf)``, so each resample gives an effect
-    *interval*: its lower end pairs the treated lower end with the baseline upper end
-    (``t_lo / b_hi`` or ``t_lo - b_hi``), its upper end the treated upper end with the baseline
-    lower end (``t_hi / b_lo`` or ``t_hi - b_lo``); where both medians are reached the two ends
-    coincide. CI low is the alpha/2 quantile of the lower ends, CI high the 1 - alpha/2 quantile
-    of the upper ends (order statistics, inverted CDF, so inf bounds stay inf). An end that is
-    undefined (0/0) drops that resample and is counted. The point estimate keeps the convention
-    that an unreached median is inf (inf/inf, inf - inf: NaN).
+    Unpaired: seeds are resampled with replacement within each arm (stratified), keeping each
+    seed's (time, observed) pair, so censored seeds stay censored; the baseline's indices are
+    drawn first. ``paired``: the arms are aligned pairs (position i = seed i in both, equal
+    lengths) and one draw ``rng.integers(0, n, (n_boot, n))`` of seed indices serves both arms,
+    so each resampled seed keeps its (time, observed) in both.
+
+    A resample's KM median that is not reached is only known to lie in ``[largest time of that
+    resample, inf)``, so each resample gives an effect *interval*: its lower end pairs the
+    treated lower end with the baseline upper end (``t_lo / b_hi`` or ``t_lo - b_hi``), its
+    upper end the treated upper end with the baseline lower end (``t_hi / b_lo`` or
+    ``t_hi - b_lo``); where both medians are reached the two ends coincide. CI low is the
+    alpha/2 quantile of the lower ends, CI high the 1 - alpha/2 quantile of the upper ends
+    (order statistics, inverted CDF, so inf bounds stay inf). An end that is undefined (0/0)
+    drops that resample and is counted. The point estimate keeps the convention that an
+    unreached median is inf (inf/inf, inf - inf: NaN).
     With `region` = (direction, threshold), details also get the bootstrap one-sided p-values,
     by the same rule as the CI: for ``less``, p_support = share of upper ends above the threshold
     and p_refute = share of lower ends at or below it; for ``greater``, p_support = share of lower
@@ -164,9 +194,18 @@ def bootstrap_median_effect(
     """
     if base.n == 0 or treat.n == 0:
         raise ValueError("both arms need at least one seed")
+    if paired and base.n != treat.n:
+        raise ValueError("a paired bootstrap needs aligned arms of equal length")
     rng = np.random.default_rng(seed)
-    base_medians, base_max = _resampled_medians(base, n_boot, rng)
-    treat_medians, treat_max = _resampled_medians(treat, n_boot, rng)
+    if paired:
+        idx = rng.integers(0, base.n, size=(n_boot, base.n))
+        (base_medians, base_max), (treat_medians, treat_max) = (
+            _resampled_medians(a, idx) for a in (base, treat))
+    else:
+        base_medians, base_max = _resampled_medians(
+            base, rng.integers(0, base.n, size=(n_boot, base.n)))
+        treat_medians, treat_max = _resampled_medians(
+            treat, rng.integers(0, treat.n, size=(n_boot, treat.n)))
     base_lo = np.where(np.isinf(base_medians), base_max, base_medians)
     treat_lo = np.where(np.isinf(treat_medians), treat_max, treat_medians)
     lower_ends = median_effect(base_medians, treat_lo, effect)
@@ -183,7 +222,10 @@ def bootstrap_median_effect(
     base_med = km_median(base.values, base.observed)[0]
     treat_med = km_median(treat.values, treat.observed)[0]
     details = {
-        "bootstrap": "percentile, stratified by arm, seeds resampled with replacement",
+        "bootstrap": ("percentile, seed indices resampled with replacement jointly across the "
+                      "two arms (each resampled seed keeps its time and censoring in both)"
+                      if paired else
+                      "percentile, stratified by arm, seeds resampled with replacement"),
         "quantile_method": "inverted_cdf (order statistics; infinite bounds kept)",
         "unreached_median_bounds": "a resample's KM median that is not reached lies in "
                                    "[largest time of that resample, inf): CI low from the "
@@ -210,11 +252,9 @@ def bootstrap_median_effect(
     return median_effect(base_med, treat_med, effect), ci, details
 
 
-def _resampled_medians(arm: ArmSample, n_boot: int,
-                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """KM medians of `n_boot` resamples of an arm (inf where not reached) and their largest
+def _resampled_medians(arm: ArmSample, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """KM medians of the resamples ``arm[idx[b]]`` (inf where not reached) and their largest
     times (the lower bound of an unreached median)."""
-    idx = rng.integers(0, arm.n, size=(n_boot, arm.n))
     times = arm.values[idx]
     return km_median_batch(times, arm.observed[idx]), times.max(axis=1)
 
@@ -247,29 +287,62 @@ def km_columns(arm: ArmSample, ci_level: float) -> dict[str, Any]:
 
 
 def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """Compare KM medians of two arms: bootstrap CI of the effect decides, log-rank p informs."""
+    """Compare KM medians of two arms: bootstrap CI of the effect decides (seed pairs resampled
+    jointly when paired), log-rank p informs."""
     p = expect_params(params, SurvivalCompareParams)
     base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
     rows = [arm_row(a, km_columns(a, p.ci_level)) for a in (base, treat)]
-    frame = Frame(NAME, _effect_label(p), "log-rank (statsmodels survdiff)", p.threshold,
-                  _claimed_region(p), p.ci_level, {"censoring": CENSORING})
+    pairing = pair_arms(base, treat, p.paired)
+    test = "log-rank (statsmodels survdiff)"
+    frame = Frame(NAME, _effect_label(p), with_analysis(test, pairing), p.threshold,
+                  _claimed_region(p), p.ci_level, {"censoring": CENSORING, **pairing.details()})
     if base.n == 0 or treat.n == 0:
         return _no_usable_seeds(frame, base, treat, rows)
+    b, t = pairing.base, pairing.treat
     estimate, ci, details = bootstrap_median_effect(
-        base, treat, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level,
-        region=(p.direction, p.threshold),
+        b, t, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level,
+        region=(p.direction, p.threshold), paired=pairing.paired,
     )
     chisq, pval = logrank(base, treat)
+    bound = estimate_bound(b, t, p.effect)
+    if bound is not None:
+        estimate, side, words = bound
+        details["estimate_bound"] = side
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
                                            frame.effect_label, p.ci_level)
+    if bound is not None:
+        plain = f"(point estimate {verdict_rules.format_number(estimate)})"
+        reason = reason.replace(plain, f"(point estimate {words})")
     details.update(
-        km_median_convention="first event time with S(t) < 0.5 (statsmodels SurvfuncRight)",
+        km_median_convention=KM_MEDIAN_CONVENTION,
         arm_median_ci="statsmodels quantile_ci, cloglog transform",
         logrank_chi2=chisq,
+        logrank="unpaired (both arms' seeds as independent samples); it informs, the CI decides",
     )
+    reason = reason.rstrip(".") + broken_pairs_words(pairing) + "."
     result = frame.result(estimate, ci, pval, verdict, reason, rows, details)
     result.p_support, result.p_refute = details.get("p_support"), details.get("p_refute")
     return result
+
+
+def estimate_bound(base: ArmSample, treat: ArmSample,
+                   effect: Effect) -> tuple[float, str, str] | None:
+    """When exactly one arm's KM median is beyond the budget the effect is only bounded (an
+    unreached median is at least that arm's largest time): (the bound, "upper" | "lower", words
+    for the reason), else None."""
+    b_med, t_med = km_median(base.values, base.observed)[0], km_median(treat.values,
+                                                                        treat.observed)[0]
+    if math.isinf(b_med) == math.isinf(t_med):
+        return None
+    fmt = verdict_rules.format_number
+    if math.isinf(b_med):
+        value, side, op, arm = float(median_effect(base.values.max(), t_med, effect)), "upper", \
+            "≤", base
+    else:
+        value, side, op, arm = float(median_effect(b_med, treat.values.max(), effect)), "lower", \
+            "≥", treat
+    return value, side, (f"{op} {fmt(value)}: the {arm.name} median is beyond the budget "
+                         f"({fmt(float(arm.values.max()))} steps), so only a bound is known")
 
 
 def _no_usable_seeds(frame: Frame, base: ArmSample, treat: ArmSample,

@@ -1,0 +1,174 @@
+"""Every criterion's one-sided p-values against θ agree with its CI's verdict.
+
+A family corrects `p_support`/`p_refute` across members, so a member's verdict must be the one
+its own CI gives when nothing is corrected: SUPPORTED <=> p_support <= α/2 and REFUTED <=>
+p_refute < α/2 at the CI's level 1 - α (`verdict_from_p`). Checked for every registered
+criterion on datasets from clearly inside the claimed region, through its boundary, to clearly
+outside (uncensored where a lower-bound rule could withhold a verdict, which the p's do not
+model).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from grokverify.catalog.criteria import CRITERION_SPECS
+from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import verdict_from_p
+from grokverify.stats.proportion import p_against
+
+Y = "train_threshold_step"
+Case = tuple[dict[str, Any], list[ArmSample]]
+
+
+def arm(name: str, values: Any, observed: Any = None, extra: dict[str, Any] | None = None,
+         ) -> ArmSample:
+    v = np.asarray(values, dtype=float)
+    o = np.ones(v.size, bool) if observed is None else np.asarray(observed, bool)
+    return ArmSample(name, v, o, tuple(range(v.size)), {}, extra or {})
+
+
+def times(name: str, median: float, seed: int, n: int = 16,
+           budget: float = math.inf) -> ArmSample:
+    raw = np.ceil(np.exp(np.random.default_rng(seed).normal(math.log(median), 0.35, n)))
+    return arm(name, np.minimum(raw, budget), raw <= budget)
+
+
+def normal(name: str, mean: float, seed: int, n: int = 20) -> ArmSample:
+    return arm(name, np.random.default_rng(seed).normal(mean, 1.0, n))
+
+
+def _two(effects: tuple[float, ...], make: Callable[[str, float, int], ArmSample],
+         params: list[dict[str, Any]], base: float) -> list[Case]:
+    """Every params x effect x seed, baseline `base`, treated `base * effect` (or + effect)."""
+    return [(p, [make("b", base, 2 * seed), make("t", effect, 2 * seed + 1)])
+            for p in params for effect in effects for seed in range(2)]
+
+
+def _survival() -> list[Case]:
+    params = [{"name": "survival_compare", "baseline": "b", "treated": "t", "direction": d,
+               "min_effect": m, "n_boot": 400} for d, m in (("less", 0.2), ("greater", 0.1))]
+    return _two((400, 650, 800, 950, 1300, 2000),
+                lambda n, med, s: times(n, med, s, budget=1800), params, 1000)
+
+
+def _cox() -> list[Case]:
+    params = [{"name": "cox_hazard_ratio", "baseline": "b", "treated": "t", "direction": d}
+              for d in ("less", "greater")]
+    return _two((450, 600, 800, 1000, 1250, 2200),
+                lambda n, med, s: times(n, med, s, budget=2200), params, 1000)
+
+
+def _scalar() -> list[Case]:
+    params = [{"name": "scalar_compare", "baseline": "b", "treated": "t", "direction": d,
+               "statistic": st, "n_boot": 400}
+              for d, st in (("less", "median"), ("greater", "mean"))]
+    return _two((450, 700, 800, 900, 1200, 1800), times, params, 1000)
+
+
+def _equivalence() -> list[Case]:
+    two = [({"name": "equivalence", "baseline": "b", "treated": "t", "margin": 0.6},
+            [normal("b", 5.0, 2 * s), normal("t", 5.0 + d, 2 * s + 1)])
+           for d in (0.0, 0.3, 0.6, 0.9, 2.0) for s in range(2)]
+    one = [({"name": "equivalence", "arm": "a", "reference": 3.0, "margin": 0.5},
+            [normal("a", 3.0 + d, s)]) for d in (0.0, 0.4, 0.5, 0.7, 2.0) for s in range(2)]
+    return two + one
+
+
+def _proportion() -> list[Case]:
+    n = 20
+    cases = []
+    for method in ("beta", "wilson"):
+        for direction, threshold in (("greater", 0.5), ("less", 0.3), ("greater", 0.0),
+                                     ("less", 1.0)):
+            params = {"name": "proportion", "arm": "a", "direction": direction,
+                      "threshold": threshold, "method": method}
+            cases += [(params, [arm("a", np.arange(n) + 1.0, np.arange(n) < k)])
+                      for k in (0, 2, 4, 6, 10, 14, 16, 20)]
+    return cases
+
+
+def _correlation() -> list[Case]:
+    cases = []
+    for method in ("spearman", "pearson"):
+        params = {"name": "correlation", "arm": "a", "x": "val_threshold_step", "y": Y,
+                  "direction": "positive", "min_effect": 0.3, "method": method}
+        for noise in (0.1, 0.5, 0.9, 1.5, 4.0):
+            for slope in (1.0, -1.0):
+                rng = np.random.default_rng(int(noise * 10) + (slope > 0))
+                x = rng.uniform(0.0, 1.0, 30)
+                y = slope * x + noise * rng.normal(0.0, 0.3, 30)
+                cases.append((params, [arm("a", x, extra={Y: y})]))
+    return cases
+
+
+def _value() -> list[Case]:
+    return [({"name": "value", "arm": "a", "target": 3.0, "tol": 0.5, "statistic": st,
+              "n_boot": 400}, [normal("a", 3.0 + d, s)])
+            for st in ("mean", "median") for d in (0.0, 0.3, 0.5, 0.8, 2.5) for s in range(2)]
+
+
+# criterion -> datasets spanning its claimed region's boundary; a new criterion must add its own
+CASES: dict[str, Callable[[], list[Case]]] = {
+    "survival_compare": _survival, "cox_hazard_ratio": _cox, "scalar_compare": _scalar,
+    "equivalence": _equivalence, "proportion": _proportion, "correlation": _correlation,
+    "value": _value,
+}
+
+
+def run_case(params: dict[str, Any], arms: list[ArmSample]) -> CriterionResult:
+    crit = CRITERIA[params["name"]]
+    return crit.run(crit.params_model.model_validate(params), {a.name: a for a in arms})
+
+
+def test_every_criterion_has_cases() -> None:
+    assert set(CASES) == set(CRITERIA)
+
+
+@pytest.mark.parametrize("name", sorted(CRITERIA))
+def test_p_against_theta_gives_the_ci_verdict(name: str) -> None:
+    if not CRITERION_SPECS[name].family_ok:
+        params, arms = CASES[name]()[0]
+        assert run_case(params, arms).p_support is None, \
+            (f"{name} now gives p-values against θ: set family_ok=True for it in "
+             "grokverify/catalog/criteria.py and drop tests/bad_claims/family_uncombinable.yaml")
+        pytest.skip(f"{name} declares family_ok=False: it gives no p-values against θ yet, so "
+                    "a family of it is refused at load (tests/bad_claims/family_uncombinable)")
+    verdicts = []
+    for params, arms in CASES[name]():
+        res = run_case(params, arms)
+        where = f"{name} {params} -> {res.verdict.value}, CI {res.ci}"
+        if math.isnan(res.estimate):  # no estimate (e.g. separated arms): no p either
+            assert res.verdict == Verdict.INCONCLUSIVE and res.p_support is None, where
+            continue
+        assert res.p_support is not None and res.p_refute is not None, \
+            f"{where}: no p against θ although the schema says family_ok"
+        assert 0.0 <= res.p_support <= 1.0 and 0.0 <= res.p_refute <= 1.0, where
+        alpha = (1.0 - res.ci_level) / 2.0
+        assert verdict_from_p(res.p_support, res.p_refute, alpha) == res.verdict, \
+            f"{where}: p_support {res.p_support}, p_refute {res.p_refute} at {alpha}"
+        verdicts.append(res.verdict)
+    assert {Verdict.SUPPORTED, Verdict.REFUTED, Verdict.INCONCLUSIVE} <= set(verdicts), \
+        f"{name}: the datasets should reach every verdict, got {set(verdicts)}"
+
+
+@pytest.mark.parametrize("method", ["beta", "wilson"])
+def test_proportion_p_at_the_boundary_decides_like_the_ci(method: str) -> None:
+    """k/n = θ exactly is inside neither side: both p's are large (about 1/2 or more)."""
+    for region in ("greater", "less"):
+        p_s, p_r = p_against(10, 20, 0.5, region, method)  # type: ignore[arg-type]
+        assert p_s > 0.4 and p_r > 0.4
+
+
+def test_cox_p_against_theta_is_the_wald_test_of_log_theta() -> None:
+    base, treat = times("b", 1000, 0, budget=2200), times("t", 400, 1, budget=2200)
+    res = run_case({"name": "cox_hazard_ratio", "baseline": "b", "treated": "t",
+                "direction": "less"}, [base, treat])
+    z = (res.details["beta"] - math.log(1.25)) / res.details["se_beta"]
+    from scipy.stats import norm
+    assert res.p_support == pytest.approx(norm.sf(z)) and res.p_refute == pytest.approx(norm.cdf(z))
