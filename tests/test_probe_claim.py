@@ -47,7 +47,9 @@ def test_a_claim_with_probes_and_interventions_runs_and_its_probe_metric_decides
     model = BatchedModel(exp.model, DataShape(p=7, vocab=9, n_classes=7), [0, 1, 2, 3])
     sv = [np.linalg.svd(model.param(name).detach().double().numpy(), compute_uv=False)[:, 0]
           for name in ("embed.weight", "fc1.weight")]
-    expected = float(np.median(sv[1]) - np.median(sv[0]))
+    # the arms share seeds, so scalar_compare pairs them (the default): the median of seed i's
+    # difference matched - plain, σmax(W_i) - σmax(E_i)
+    expected = float(np.median(sv[1] - sv[0]))
     result = run.result
     assert result.criterion == "scalar_compare"
     assert abs(result.estimate - expected) < 1e-5 * abs(expected)
