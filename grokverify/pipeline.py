@@ -99,9 +99,13 @@ def _lock_trials(trials: list[Trial], store: Store) -> tuple[list[Trial], list[s
     process is training, so two runs on one store never train the same seed."""
     mine: list[Trial] = []
     others: list[str] = []
+    claimed: set[str] = set()  # two claims of one run may share a seed's experiment
     for trial in trials:
         seeds, keys = [], []
         for seed, key in zip(trial.seeds, trial.keys, strict=True):
+            if key in claimed:
+                continue  # another trial of this run trains it
+            claimed.add(key)
             if not store.try_lock(key):
                 others.append(key)
             elif store.has(key):  # finished by another process since we looked

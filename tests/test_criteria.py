@@ -319,10 +319,17 @@ def test_scalar_iqm_expanded_level_uses_smallest_arm() -> None:
 
 
 def test_scalar_degenerate_falls_back_to_percentile() -> None:
-    res = run(scalar(), arm("b", [100] * 5), arm("t", [100] * 5))
+    """The two-sample BCa is undefined when every value is equal: the percentile CI of the same
+    resamples stands in (the paired median's order-statistic CI needs no fallback)."""
+    res = run(scalar(paired=False), arm("b", [100] * 5), arm("t", [100] * 5))
     assert res.details["ci_method"] == "percentile"
     assert "all values equal" in res.details["bca_fallback_reason"]
     assert res.ci == (1.0, 1.0) and res.verdict == Verdict.REFUTED
+    # paired, the median of 5 per-pair ratios has no order-statistic CI at 95% (the sign
+    # test's smallest two-sided p with 5 pairs is 1/16): unbounded, INCONCLUSIVE
+    paired = run(scalar(), arm("b", [100] * 5), arm("t", [100] * 5))
+    assert paired.ci == (0.0, math.inf) and paired.verdict == Verdict.INCONCLUSIVE
+    assert paired.details["ci_method"].startswith("order statistics")
 
 
 @pytest.mark.parametrize(("t_median", "expected"), [

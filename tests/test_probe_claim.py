@@ -37,14 +37,14 @@ def test_a_claim_with_probes_and_interventions_runs_and_its_probe_metric_decides
             assert result["curves"]["sigma_max.E"]["steps"] == [0, 10, 20, 30, 40]
             assert result["curves"]["grad_norm_ratio"]["steps"] == [0, 10, 20, 30]
             events.setdefault(plan.arm, []).append(result["events"])
-    assert events["matched"] == [{"rescale_embedding": 0}] * 4
-    assert events["plain"] == [{}] * 4
+    assert events["matched"] == [{"rescale_embedding": 0}] * 8
+    assert events["plain"] == [{}] * 8
     assert any("freeze_embeddings" in e for e in events["frozen"])
 
     # σmax(E) at step 0, independently: numpy's SVD of each seed's initial embedding, and for the
     # matched arm σmax(W) (the rescaling's target)
     exp = loaded.resolved["quick"]["plain"]
-    model = BatchedModel(exp.model, DataShape(p=7, vocab=9, n_classes=7), [0, 1, 2, 3])
+    model = BatchedModel(exp.model, DataShape(p=7, vocab=9, n_classes=7), list(range(8)))
     sv = [np.linalg.svd(model.param(name).detach().double().numpy(), compute_uv=False)[:, 0]
           for name in ("embed.weight", "fc1.weight")]
     # the arms share seeds, so scalar_compare pairs them (the default): the median of seed i's

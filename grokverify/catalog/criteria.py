@@ -27,6 +27,8 @@ from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric, Kind, MetricSpec
 from grokverify.specbase import Float, Int, RngSeed
 
 Effect = Literal["ratio", "difference"]
+# survival_compare's summary of each arm's KM curve: its median, or its restricted mean up to τ.
+SurvivalSummary = Literal["median", "rmst"]
 Statistic = Literal["mean", "median", "iqm"]
 CensoredPolicy = Literal["as_budget", "refuse"]
 P = TypeVar("P", bound=BaseModel)
@@ -71,19 +73,30 @@ def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float
 
 
 class SurvivalCompareParams(BaseModel):
-    """Claim: treated's KM median time-to-threshold beats/trails baseline's by min_effect.
+    """Claim: treated's time-to-threshold beats/trails baseline's by min_effect, compared through
+    a summary of each arm's Kaplan-Meier curve.
 
-    CI: percentile bootstrap of the ratio/difference of KM medians; ``paired`` (default) resamples
-    seed indices jointly across the arms (seeds both arms have), ``false`` each arm on its own."""
+    ``summary: median`` (default): the KM median time-to-threshold. ``summary: rmst``: the
+    restricted mean time to threshold up to τ (the area under the KM curve from 0 to τ), which
+    stays finite and informative when the median is beyond the budget (heavy censoring). τ is
+    ``tau`` when given (the training budget, in steps), else the largest time of either arm's
+    seeds (the budget whenever a seed is censored at it); both arms and every bootstrap resample
+    share it. ``effect``: ratio (treated / baseline) or difference of the summaries; the claimed
+    region and θ are the same for both summaries.
+
+    CI: percentile bootstrap of the effect; ``paired`` (default) resamples seed indices jointly
+    across the arms (seeds both arms have), ``false`` each arm on its own."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: Literal["survival_compare"]
     baseline: str
     treated: str
+    summary: SurvivalSummary = "median"
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
     min_effect: Float = Field(ge=0)
+    tau: Float | None = Field(None, gt=0)
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
     bootstrap_seed: RngSeed = 0
@@ -93,11 +106,18 @@ class SurvivalCompareParams(BaseModel):
     def _check(self) -> SurvivalCompareParams:
         check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
                              self.min_effect)
+        check_survival_summary(self.summary, self.tau)
         return self
 
     @property
     def threshold(self) -> float:
         return effect_threshold(self.effect, self.direction, self.min_effect)
+
+
+def check_survival_summary(summary: SurvivalSummary, tau: float | None) -> None:
+    """``tau`` (the restriction time of the RMST) applies to ``summary: rmst`` only."""
+    if tau is not None and summary != "rmst":
+        raise ValueError("tau (the restriction time) applies to summary: rmst only")
 
 
 # ---------------------------------------------------------------- cox_hazard_ratio

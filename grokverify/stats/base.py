@@ -214,8 +214,14 @@ def p_against_words(result: dict[str, Any]) -> str:
     if result.get("p_support") is None or result.get("p_refute") is None:
         return "p against θ: — (no estimate)"
     alpha = (1.0 - float(result["ci_level"])) / 2.0
-    return (f"p(support) = {format_number(float(result['p_support']))}, p(refute) = "
-            f"{format_number(float(result['p_refute']))} against θ, the boundary of the claimed "
+    n_boot = (result.get("details") or {}).get("n_boot")
+
+    def shown(p: float) -> str:
+        """A bootstrap p of 0 only says that no resample crossed θ: p < 1 / n_boot."""
+        return f"< {format_number(1 / n_boot)}" if p == 0 and n_boot else f"= {format_number(p)}"
+
+    return (f"p(support) {shown(float(result['p_support']))}, p(refute) "
+            f"{shown(float(result['p_refute']))} against θ, the boundary of the claimed "
             f"region (one-sided; each decides at {alpha:.4g})")
 
 

@@ -7,6 +7,10 @@ seed is censored; for a value metric a signed number. Censoring (time metrics) f
 of statistics of a value metric is judged only when every value is > 0: with a value <= 0 a
 statistic can be 0 or change sign and the ratio means nothing (INCONCLUSIVE, use a difference).
 
+``value``'s median of a time metric with a censored seed is the Kaplan-Meier median instead,
+with the Brookmeyer-Crowley CI of the arm's table (`grokverify.stats.survival.km_median`) and
+p's against the region's ends that invert that CI (`_run_km_value`); no lower-bound rule there.
+
 Paired (``scalar_compare``'s default where the arms share seed numbers): the effect is the
 statistic of the per-pair differences, or exp of the statistic of the per-pair log ratios, and
 the CI the one-sample BCa bootstrap of those per-pair effects. Under the lower-bound rule a pair
@@ -19,12 +23,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import binom
+from scipy.stats import binom, norm
+from statsmodels.duration.survfunc import SurvfuncRight
 
 from grokverify import verdict as verdict_rules
 from grokverify.catalog.criteria import (
@@ -45,6 +51,7 @@ from grokverify.stats.common import (
     bootstrap_ci,
     broken_pairs_words,
     censored_column,
+    censored_count,
     censoring_details,
     determined,
     lower_bound_details,
@@ -57,7 +64,7 @@ from grokverify.stats.common import (
     too_few_seeds,
     with_analysis,
 )
-from grokverify.stats.survival import median_effect
+from grokverify.stats.survival import KM_MEDIAN_CONVENTION, km_columns, km_median, median_effect
 
 SCALAR = "scalar_compare"
 VALUE = "value"
@@ -159,19 +166,38 @@ def _unpaired_effect(p: ScalarCompareParams, base: ArmSample, treat: ArmSample,
 
 def _paired_effect(p: ScalarCompareParams, pairing: Pairing,
                    region: tuple[str, float]) -> Estimate:
-    """The statistic of the per-pair effects (log ratios for a ratio, back-transformed), with
-    the one-sample BCa bootstrap of the pairs."""
+    """The statistic of the per-pair effects (log ratios for a ratio, back-transformed): a
+    one-sample problem, so the median gets the exact order-statistic CI and the mean the
+    bootstrap-t (as `value`; a one-sample BCa of a median or mean of 8-12 pairs under-covers:
+    benchmarks/calibration.py measured false SUPPORTED 0.043 at θ for the median), the IQM the
+    one-sample BCa at the expanded level."""
     d = paired_effects(pairing, p.effect)
     log = p.effect == "ratio"
     back = np.exp if log else (lambda x: x)
     thr = math.log(region[1]) if log else region[1]
-    ci, boot = bootstrap_ci((d,), STATISTICS[p.statistic], p.ci_level, p.n_boot,
-                            p.bootstrap_seed, expand=p.statistic in ("mean", "iqm"),
-                            region=(region[0], thr),
-                            how="scipy.stats.bootstrap of the per-pair effects (seed pairs "
-                                "resampled jointly)" + (", on log ratios" if log else ""))
+    on = "per-pair effects" + (" (log ratios)" if log else "")
+    if p.statistic in _ONE_SAMPLE_CI:
+        ci, boot = _ONE_SAMPLE_CI[p.statistic](d, p)
+        sides: Sides = boot.pop("sides")(thr)
+        inside, outside = (sides.le, sides.gt) if region[0] == "less" else (sides.ge, sides.lt)
+        boot = {**boot, "ci_method": f"{boot['ci_method']}, of the {on}",
+                "p_support": inside, "p_refute": outside}
+    else:
+        ci, boot = bootstrap_ci((d,), STATISTICS[p.statistic], p.ci_level, p.n_boot,
+                                p.bootstrap_seed, expand=True, region=(region[0], thr),
+                                how="scipy.stats.bootstrap of the per-pair effects (seed pairs "
+                                    "resampled jointly)" + (", on log ratios" if log else ""))
     estimate = float(back(statistic_of(d, p.statistic)))
     return estimate, (float(back(ci[0])), float(back(ci[1]))), boot
+
+
+# the one-sample CIs of the paired statistics that have an exact or studentized one (each
+# returns its CI and details with "sides": the one-sided p's against a boundary, matched to it)
+_ONE_SAMPLE_CI: dict[str, Callable[[np.ndarray, ScalarCompareParams],
+                                   tuple[tuple[float, float], dict[str, Any]]]] = {
+    "median": lambda d, p: median_order_ci(d, p.ci_level),
+    "mean": lambda d, p: mean_bootstrap_t_ci(d, p.ci_level, p.n_boot, p.bootstrap_seed),
+}
 
 
 AtRisk = Any  # Callable[[Verdict], list[ArmSample]]
@@ -223,19 +249,29 @@ SCALAR_COMPARE = Criterion.of(CRITERION_SPECS[SCALAR], run_scalar_compare)
 
 
 def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """An arm's mean/median with its CI against [target - tol, target + tol]."""
+    """An arm's mean/median with its CI against [target - tol, target + tol]; the median of a
+    time metric with a censored seed is the Kaplan-Meier median (`_run_km_value`)."""
     p = expect_params(params, ValueParams)
     (arm,) = require_arms(VALUE, [p.arm], arms, ANY_KIND)
     lower, upper = p.target - p.tol, p.target + p.tol
     fmt = verdict_rules.format_number
-    test = ("bootstrap-t CI of the mean (no test)" if p.statistic == "mean"
-            else "order-statistic (binomial) CI of the median (no test)")
-    frame = Frame(VALUE, f"{p.statistic} of {arm.name}", test, p.target,
+    km = p.statistic == "median" and arm.kind == "time" and censored_count(arm) > 0
+    if km:
+        test = ("Kaplan-Meier median, Brookmeyer-Crowley CI (statsmodels quantile_ci, cloglog); "
+                "p against the region's ends: the tests of S(b) = 1/2 that CI inverts")
+        label = f"Kaplan-Meier median of {arm.name}"
+    else:
+        test = ("bootstrap-t CI of the mean (no test)" if p.statistic == "mean"
+                else "order-statistic (binomial) CI of the median (no test)")
+        label = f"{p.statistic} of {arm.name}"
+    frame = Frame(VALUE, label, test, p.target,
                   f"{p.statistic} within [{fmt(lower)}, {fmt(upper)}] ({fmt(p.target)} "
                   f"+/- {fmt(p.tol)})", p.ci_level, censoring_details([arm], p.censored))
-    rows = [arm_row(arm, _columns(arm, p.statistic))]
+    rows = [arm_row(arm, km_columns(arm, p.ci_level) if km else _columns(arm, p.statistic))]
     if why := too_few_seeds([arm], 2) or refusal([arm], p.censored):
         return frame.inconclusive(why, rows)
+    if km:
+        return _run_km_value(frame, arm, lower, upper, p.ci_level, rows)
     x = arm.values
     estimate = statistic_of(x, p.statistic)
     details: dict[str, Any]
@@ -261,6 +297,111 @@ def run_value(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     result.p_support = max(at_lower.ge, at_upper.le)
     result.p_refute = min(at_lower.lt, at_upper.gt)
     return result
+
+
+KM_CENSORING = ("right-censored (Kaplan-Meier): a censored seed counts as 'not yet' up to its "
+                "censoring value and drops out of the risk set after it, not entered as a value")
+KM_CI_METHOD = ("Brookmeyer-Crowley: the event times t whose z-test of S(t) = 1/2 (cloglog "
+                "transform, Greenwood variance) is not rejected, from the first to the event "
+                "time after the last (statsmodels SurvfuncRight.quantile_ci(0.5, alpha, "
+                "'cloglog')); inf above when the last event time is not rejected")
+KM_P_METHOD = ("the smallest alpha/2 at which that CI's end passes b: max over the event times "
+               "t_i the CI end needs rejected of norm.sf(|r_i|), r_i the cloglog z-statistic at "
+               "t_i -- where r rises with t (the usual case) the one-sided test of S(b-) = 1/2 "
+               "(p_ge, p_lt: just below b) or of S(b) = 1/2 (p_le, p_gt) against one side")
+
+
+def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_level: float,
+                  rows: list[Any]) -> CriterionResult:
+    """The KM median of a time metric with censored seeds against [lower, upper]: the estimate
+    and CI of the arm's table (`km_median`), the verdict from that CI, p's that invert it.
+
+    When no event time passes the test at this level (statsmodels' CI is undefined) the table
+    shows (inf, inf) for a median beyond the budget (S(t) significantly above 1/2 at every event
+    time, so the median lies beyond the largest time B) and (0, inf) otherwise: the first
+    refutes a region below B and leaves one reaching B or beyond INCONCLUSIVE, the second is
+    INCONCLUSIVE; p_support is then 1 and p_refute 1, or the largest norm.sf(|r_i|) where
+    refuted (the smallest alpha/2 at which the CI stays undefined)."""
+    alpha = 1.0 - ci_level
+    estimate, low, high = km_median(arm.values, arm.observed, alpha=alpha)
+    ci = (low, high)
+    event_times, q, defined = _bc_tail_p(arm.values, arm.observed, alpha)
+    largest = float(arm.values.max())
+    fmt = verdict_rules.format_number
+    beyond = math.isinf(estimate)
+    verdict, reason = verdict_rules.decide_interval(ci, lower, upper, estimate,
+                                                    frame.effect_label, ci_level)
+    if beyond and not defined:  # the table's CI (inf, inf): the median lies beyond `largest`
+        head = (f"The {ci_level * 100:.4g}% CI of the {frame.effect_label} lies beyond the "
+                f"budget (the KM survival stays significantly above 1/2 up to the largest time, "
+                f"{fmt(largest)} steps)")
+        region = verdict_rules.format_ci((lower, upper))
+        if upper >= largest:
+            verdict, reason = Verdict.INCONCLUSIVE, (
+                f"{head}, and the claimed region {region} reaches that far, so the data neither "
+                "support nor refute the claim (point estimate inf).")
+        else:
+            verdict, reason = Verdict.REFUTED, (
+                f"{head}, wholly above the claimed region {region}, excluding it "
+                "(point estimate inf).")
+    if beyond:
+        reason = reason.replace(
+            "(point estimate inf)",
+            f"(point estimate: beyond the budget, the KM survival never falls to 1/2 by "
+            f"{fmt(largest)} steps)")
+    details = {"censoring": KM_CENSORING, "estimator": "Kaplan-Meier median",
+               "km_median_convention": KM_MEDIAN_CONVENTION, "ci_method": KM_CI_METHOD,
+               "p_method": KM_P_METHOD, "tolerance_region": [lower, upper],
+               "median_beyond_budget": beyond, "largest_time": largest,
+               "bc_ci_defined": defined}
+    if not defined:
+        details["bc_ci_undefined"] = (
+            "no event time passes the test of S(t) = 1/2 at this level, so statsmodels' CI is "
+            "undefined; the table's CI replaces it and the verdict comes from that; p_support "
+            "is 1 and p_refute the largest norm.sf(|r_i|) where REFUTED, else 1")
+    result = frame.result(estimate, ci, None, verdict, reason, rows, details)
+    if not defined:
+        result.p_support = 1.0
+        a_max = float(q.max()) if q.size else 0.0
+        result.p_refute = a_max if verdict == Verdict.REFUTED else 1.0
+        return result
+    at_lower, at_upper = (_bc_sides(event_times, q, b) for b in (lower, upper))
+    result.p_support = max(at_lower.ge, at_upper.le)
+    result.p_refute = min(at_lower.lt, at_upper.gt)
+    return result
+
+
+def _bc_tail_p(times: np.ndarray, observed: np.ndarray,
+               alpha: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The KM event times, norm.sf(|r_i|) at each (r_i the cloglog z-statistic of S(t_i) = 1/2,
+    computed with statsmodels' quantile_ci arithmetic; NaN, e.g. at S = 0, is rejected at every
+    level: 0), and whether statsmodels' CI at `alpha` is defined (some |r_i| <= z)."""
+    with np.errstate(all="ignore"):
+        sf = SurvfuncRight(np.asarray(times, dtype=float), np.asarray(observed, dtype=float))
+        s, se = sf.surv_prob, sf.surv_prob_se
+        r = np.log(-np.log(s)) - np.log(-np.log(1 - 0.5))
+        r /= (-1 / (s * np.log(s))) * se
+        tr = norm.ppf(1 - alpha / 2)
+        defined = bool(np.any(np.abs(r) <= tr))
+        q = np.where(np.isnan(r), 0.0, norm.sf(np.abs(r)))
+    return np.asarray(sf.surv_times, dtype=float), q, defined
+
+
+def _bc_sides(event_times: np.ndarray, q: np.ndarray, b: float) -> Sides:
+    """`Sides` of the Brookmeyer-Crowley CI against `b` (event times sorted, `q` their
+    norm.sf(|r|)): each is the largest q over the event times the CI's end needs rejected --
+    low end >= b: those below b; > b: those at or below b; high end (the event time after the
+    last accepted one) <= b: the last event time at or below b and all later ones (all of them
+    when none is); < b: the last one below b and all later."""
+    def worst(mask_or_start: Any) -> float:
+        part = q[mask_or_start]
+        return float(part.max()) if part.size else 0.0
+
+    at_or_below = int(np.searchsorted(event_times, b, side="right"))
+    below = int(np.searchsorted(event_times, b, side="left"))
+    return Sides(ge=worst(slice(0, below)), gt=worst(slice(0, at_or_below)),
+                 le=worst(slice(max(at_or_below - 1, 0), None)),
+                 lt=worst(slice(max(below - 1, 0), None)))
 
 
 @dataclass(frozen=True)

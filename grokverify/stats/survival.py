@@ -1,4 +1,5 @@
-"""Time-to-grok as survival data: Kaplan-Meier medians, log-rank test, bootstrap of median effects.
+"""Time-to-grok as survival data: Kaplan-Meier medians and restricted mean times, log-rank test,
+bootstrap of their effects.
 
 Seeds that never reach the threshold within the budget are right-censored at the budget, not
 dropped, so slow seeds still count against an arm. A median the survival curve never reaches is
@@ -12,6 +13,11 @@ event follows (a flat at 0.5 to the end of the curve). S(t) is computed as
 ``exp(cumsum(log(1 - d/n)))`` over event times (statsmodels' arithmetic), so the tolerance, not
 float rounding, decides the exact-0.5 case; `km_median_batch` is the one implementation, used
 for point estimates and bootstrap resamples alike.
+
+Restricted mean time to threshold up to τ (RMST, ``summary: rmst``): the area under the KM
+curve on [0, τ], always finite, so it stays informative when a median is beyond the budget. τ is
+the claim's ``tau`` (the training budget) when given, else the largest time of any seed of either
+arm; both arms and every bootstrap resample share it. `rmst_batch` is the one implementation.
 
 Paired analysis (the default where the arms share seed numbers, `grokverify.stats.common.
 pair_arms`): the bootstrap resamples seed indices jointly, each resampled seed keeping its
@@ -53,6 +59,11 @@ CENSORING = "seeds that never reach the threshold are right-censored at their bu
 _SURV_FLOOR = 1e-16
 # |S(t) - 0.5| within this is S = 0.5 exactly (R survival's tolerance, sqrt(machine epsilon)).
 HALF_TOL = math.sqrt(float(np.finfo(float).eps))
+TAU_FROM_DATA = ("the largest time of any seed of either arm (the training budget whenever a "
+                 "seed is censored at it)")
+RMST_CONVENTION = ("area under the KM curve from 0 to τ (one τ for both arms and every "
+                   "resample); past a sample's largest time the curve keeps its last value (0 "
+                   "after a last event, flat after a last censored time)")
 KM_MEDIAN_CONVENTION = ("first event time with S(t) < 0.5; where S(t) = 0.5 (within "
                         "sqrt(machine eps)) the midpoint of that event time and the next (or the "
                         "largest time when no event follows), as R survival's quantile.survfit")
@@ -115,6 +126,14 @@ def km_median_batch(times: np.ndarray, observed: np.ndarray) -> np.ndarray:
 
 def _km_curve_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """S(t) at the last position of each tie group of row-sorted data, and the event-time mask."""
+    factor, is_event_time = _km_factors_sorted(ts, events)
+    log_factor = np.log(np.maximum(factor, _SURV_FLOOR))
+    return np.exp(np.cumsum(log_factor, axis=1)), is_event_time
+
+
+def _km_factors_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The KM factor ``1 - d/n`` of row-sorted data at the last position of each tie group with
+    an event (1.0 elsewhere), and that event-time mask."""
     n = ts.shape[1]
     new_group = np.ones(ts.shape, dtype=bool)
     new_group[:, 1:] = ts[:, 1:] != ts[:, :-1]
@@ -127,9 +146,57 @@ def _km_curve_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np
     deaths = cum_events - before
     at_risk = (n - start).astype(float)
     is_event_time = last_of_group & (deaths > 0)
-    factor = np.where(is_event_time, 1 - deaths / at_risk, 1.0)
-    log_factor = np.log(np.maximum(factor, _SURV_FLOOR))
-    return np.exp(np.cumsum(log_factor, axis=1)), is_event_time
+    return np.where(is_event_time, 1 - deaths / at_risk, 1.0), is_event_time
+
+
+def rmst_batch(times: np.ndarray, observed: np.ndarray, tau: float) -> np.ndarray:
+    """Restricted mean times of B samples at once: (B, n) arrays -> (B,), the area under each
+    row's KM curve from 0 to `tau`.
+
+    The KM curve is the product of the factors ``1 - d/n`` over event times (tie groups as in
+    `km_median_batch`; a censored time tied with an event time is still at risk there), taken
+    with ``cumprod`` so that it reaches exactly 0 after a last event. Past a row's largest time
+    the curve stays at its last value up to `tau` (0 after a last event; flat after a last
+    censored time, the usual extension, which matters only when that time is below `tau`).
+    """
+    t = np.asarray(times, dtype=float)
+    o = np.asarray(observed, dtype=bool)
+    if t.ndim != 2 or t.shape != o.shape:
+        raise ValueError(f"expected equal (B, n) arrays, got {t.shape} and {o.shape}")
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau!r}")
+    n_rows, n = t.shape
+    if n == 0:
+        raise ValueError("rmst_batch needs at least one time per row")
+    order = np.argsort(t, axis=1, kind="stable")
+    ts = np.take_along_axis(t, order, axis=1)
+    events = np.take_along_axis(o, order, axis=1).astype(float)
+    factor, _ = _km_factors_sorted(ts, events)
+    surv = np.concatenate([np.ones((n_rows, 1)), np.cumprod(factor, axis=1)], axis=1)
+    grid = np.minimum(ts, tau)
+    left = np.concatenate([np.zeros((n_rows, 1)), grid], axis=1)
+    right = np.concatenate([grid, np.full((n_rows, 1), float(tau))], axis=1)
+    return np.sum(surv * (right - left), axis=1)
+
+
+def rmst(times: np.ndarray, observed: np.ndarray, tau: float) -> float:
+    """Restricted mean time to the event up to `tau`: the area under the KM curve on [0, tau]
+    (`rmst_batch` of one sample)."""
+    t = np.asarray(times, dtype=float)
+    if t.size == 0:
+        raise ValueError("rmst needs at least one time")
+    return float(rmst_batch(t[None], np.asarray(observed, dtype=bool)[None], tau)[0])
+
+
+def rmst_tau(arms: list[ArmSample], tau: float | None) -> tuple[float, str]:
+    """τ of an RMST comparison and where it came from: the claim's `tau` when given, else the
+    largest time of any seed of the arms (the budget whenever a seed is censored at it)."""
+    if tau is not None:
+        return float(tau), "the claim's tau"
+    times = [a.values for a in arms if a.n]
+    if not times:
+        return math.nan, "no seeds"
+    return float(max(x.max() for x in times)), TAU_FROM_DATA
 
 
 def logrank(a: ArmSample, b: ArmSample) -> tuple[float, float]:
@@ -196,29 +263,16 @@ def bootstrap_median_effect(
         raise ValueError("both arms need at least one seed")
     if paired and base.n != treat.n:
         raise ValueError("a paired bootstrap needs aligned arms of equal length")
-    rng = np.random.default_rng(seed)
-    if paired:
-        idx = rng.integers(0, base.n, size=(n_boot, base.n))
-        (base_medians, base_max), (treat_medians, treat_max) = (
-            _resampled_medians(a, idx) for a in (base, treat))
-    else:
-        base_medians, base_max = _resampled_medians(
-            base, rng.integers(0, base.n, size=(n_boot, base.n)))
-        treat_medians, treat_max = _resampled_medians(
-            treat, rng.integers(0, treat.n, size=(n_boot, treat.n)))
+    base_idx, treat_idx = _draw_indices(base, treat, n_boot, seed, paired)
+    base_medians, base_max = _resampled_medians(base, base_idx)
+    treat_medians, treat_max = _resampled_medians(treat, treat_idx)
     base_lo = np.where(np.isinf(base_medians), base_max, base_medians)
     treat_lo = np.where(np.isinf(treat_medians), treat_max, treat_medians)
     lower_ends = median_effect(base_medians, treat_lo, effect)
     upper_ends = median_effect(base_lo, treat_medians, effect)
     ok = ~(np.isnan(lower_ends) | np.isnan(upper_ends))
     lows, highs = lower_ends[ok], upper_ends[ok]
-    alpha = 1.0 - ci_level
-    if lows.size:
-        low = np.quantile(lows, alpha / 2, method="inverted_cdf")
-        high = np.quantile(highs, 1 - alpha / 2, method="inverted_cdf")
-        ci = (float(low), float(high))
-    else:
-        ci = (math.nan, math.nan)
+    ci = _percentile_ci(lows, highs, ci_level)
     base_med = km_median(base.values, base.observed)[0]
     treat_med = km_median(treat.values, treat.observed)[0]
     details = {
@@ -241,15 +295,107 @@ def bootstrap_median_effect(
         "n_base_median_beyond_budget": int(np.isinf(base_medians).sum()),
         "n_treated_median_beyond_budget": int(np.isinf(treat_medians).sum()),
     }
-    if region is not None and lows.size:
-        direction, threshold = region
-        if direction == "less":
-            p_support, p_refute = np.mean(highs > threshold), np.mean(lows <= threshold)
-        else:
-            p_support, p_refute = np.mean(lows < threshold), np.mean(highs >= threshold)
-        details["p_support"] = float(p_support)
-        details["p_refute"] = float(p_refute)
+    details.update(_bootstrap_p(lows, highs, region))
     return median_effect(base_med, treat_med, effect), ci, details
+
+
+def _draw_indices(base: ArmSample, treat: ArmSample, n_boot: int, seed: int,
+                  paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The bootstrap's seed indices (n_boot, n) for each arm: paired, one draw serves both arms;
+    unpaired, the baseline's indices are drawn first, then the treated arm's."""
+    rng = np.random.default_rng(seed)
+    if paired:
+        idx = rng.integers(0, base.n, size=(n_boot, base.n))
+        return idx, idx
+    base_idx = rng.integers(0, base.n, size=(n_boot, base.n))
+    return base_idx, rng.integers(0, treat.n, size=(n_boot, treat.n))
+
+
+def _percentile_ci(lows: np.ndarray, highs: np.ndarray, ci_level: float) -> tuple[float, float]:
+    """The alpha/2 quantile of the lower ends and the 1 - alpha/2 quantile of the upper ends
+    (inverted CDF: order statistics, so infinite bounds stay infinite); NaN without resamples."""
+    if not lows.size:
+        return math.nan, math.nan
+    alpha = 1.0 - ci_level
+    low = np.quantile(lows, alpha / 2, method="inverted_cdf")
+    high = np.quantile(highs, 1 - alpha / 2, method="inverted_cdf")
+    return float(low), float(high)
+
+
+def _bootstrap_p(lows: np.ndarray, highs: np.ndarray,
+                 region: tuple[Literal["less", "greater"], float] | None) -> dict[str, float]:
+    """The bootstrap one-sided p-values against the region's threshold, by the CI's rule (see
+    `bootstrap_median_effect`); empty without a region or resamples."""
+    if region is None or not lows.size:
+        return {}
+    direction, threshold = region
+    if direction == "less":
+        p_support, p_refute = np.mean(highs > threshold), np.mean(lows <= threshold)
+    else:
+        p_support, p_refute = np.mean(lows < threshold), np.mean(highs >= threshold)
+    return {"p_support": float(p_support), "p_refute": float(p_refute)}
+
+
+def bootstrap_rmst_effect(
+    base: ArmSample,
+    treat: ArmSample,
+    effect: Effect,
+    tau: float,
+    n_boot: int,
+    seed: int,
+    ci_level: float,
+    region: tuple[Literal["less", "greater"], float] | None = None,
+    paired: bool = False,
+) -> tuple[float, tuple[float, float], dict[str, Any]]:
+    """Point estimate of the ratio / difference of restricted mean times up to `tau` (shared by
+    both arms and every resample) and its percentile-bootstrap CI.
+
+    The resampling is `bootstrap_median_effect`'s (the same draws for the same seed: paired,
+    one draw of seed indices serves both arms; unpaired, each arm on its own, baseline first).
+    An RMST is always finite, so each resample gives one effect and no bounds are needed; CI low
+    / high are the alpha/2 and 1 - alpha/2 quantiles of the resampled effects (inverted CDF), a
+    resample with an undefined effect (0/0: every baseline time 0) is dropped and counted. With
+    `region`, details get the one-sided p-values by the CI's rule (``less``: p_support = share of
+    effects above the threshold, p_refute = share at or below it; ``greater``: p_support = share
+    below, p_refute = share at or above), so SUPPORTED <=> p_support <= alpha/2.
+    """
+    if base.n == 0 or treat.n == 0:
+        raise ValueError("both arms need at least one seed")
+    if paired and base.n != treat.n:
+        raise ValueError("a paired bootstrap needs aligned arms of equal length")
+    base_idx, treat_idx = _draw_indices(base, treat, n_boot, seed, paired)
+    base_rmst = rmst_batch(base.values[base_idx], base.observed[base_idx], tau)
+    treat_rmst = rmst_batch(treat.values[treat_idx], treat.observed[treat_idx], tau)
+    effects = np.asarray(median_effect(base_rmst, treat_rmst, effect))
+    ok = ~np.isnan(effects)
+    kept = effects[ok]
+    ci = _percentile_ci(kept, kept, ci_level)
+    details: dict[str, Any] = {
+        "bootstrap": ("percentile, seed indices resampled with replacement jointly across the "
+                      "two arms (each resampled seed keeps its time and censoring in both)"
+                      if paired else
+                      "percentile, stratified by arm, seeds resampled with replacement"),
+        "quantile_method": "inverted_cdf (order statistics)",
+        "n_boot": int(n_boot),
+        "bootstrap_seed": int(seed),
+        "n_undefined_resamples": int(ok.size - kept.size),
+        "n_extended_resamples": int(sum(_ends_censored_before(a, idx, tau).sum()
+                                        for a, idx in ((base, base_idx), (treat, treat_idx)))),
+    }
+    details.update(_bootstrap_p(kept, kept, region))
+    estimate = median_effect(rmst(base.values, base.observed, tau),
+                             rmst(treat.values, treat.observed, tau), effect)
+    return estimate, ci, details
+
+
+def _ends_censored_before(arm: ArmSample, idx: np.ndarray, tau: float) -> np.ndarray:
+    """Per resample: whether its KM curve ends on a censored time below `tau` (so the RMST
+    extends the last value flat to `tau`)."""
+    times, observed = arm.values[idx], arm.observed[idx]
+    last = times.max(axis=1)
+    at_last = times == last[:, None]
+    event_at_last = (at_last & observed).any(axis=1)
+    return (last < tau) & ~event_at_last
 
 
 def _resampled_medians(arm: ArmSample, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,10 +405,12 @@ def _resampled_medians(arm: ArmSample, idx: np.ndarray) -> tuple[np.ndarray, np.
     return km_median_batch(times, arm.observed[idx]), times.max(axis=1)
 
 
-def _effect_label(p: SurvivalCompareParams) -> str:
-    if p.effect == "ratio":
-        return f"ratio of KM medians ({p.treated} / {p.baseline})"
-    return f"difference of KM medians ({p.treated} - {p.baseline})"
+def _effect_label(p: SurvivalCompareParams, tau: float = math.nan) -> str:
+    op = "/" if p.effect == "ratio" else "-"
+    if p.summary == "rmst":
+        return (f"{p.effect} of restricted mean times to threshold up to τ = "
+                f"{verdict_rules.format_number(tau)} ({p.treated} {op} {p.baseline})")
+    return f"{p.effect} of KM medians ({p.treated} {op} {p.baseline})"
 
 
 def _claimed_region(p: SurvivalCompareParams) -> str:
@@ -286,11 +434,20 @@ def km_columns(arm: ArmSample, ci_level: float) -> dict[str, Any]:
             "KM median": median, f"{ci_level * 100:.4g}% CI": (low, high)}
 
 
+def rmst_columns(arm: ArmSample, tau: float) -> dict[str, Any]:
+    """The RMST column of a time-to-event arm (NaN for an arm without seeds or without τ)."""
+    value = rmst(arm.values, arm.observed, tau) if arm.n and tau > 0 else math.nan
+    return {f"RMST (τ = {verdict_rules.format_number(tau)})": value}
+
+
 def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
-    """Compare KM medians of two arms: bootstrap CI of the effect decides (seed pairs resampled
-    jointly when paired), log-rank p informs."""
+    """Compare KM medians (or restricted mean times up to τ, ``summary: rmst``) of two arms:
+    bootstrap CI of the effect decides (seed pairs resampled jointly when paired), log-rank p
+    informs."""
     p = expect_params(params, SurvivalCompareParams)
     base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
+    if p.summary == "rmst":
+        return _run_rmst(p, base, treat)
     rows = [arm_row(a, km_columns(a, p.ci_level)) for a in (base, treat)]
     pairing = pair_arms(base, treat, p.paired)
     test = "log-rank (statsmodels survdiff)"
@@ -313,6 +470,39 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
     if bound is not None:
         plain = f"(point estimate {verdict_rules.format_number(estimate)})"
         reason = reason.replace(plain, f"(point estimate {words})")
+    details.update(
+        km_median_convention=KM_MEDIAN_CONVENTION,
+        arm_median_ci="statsmodels quantile_ci, cloglog transform",
+        logrank_chi2=chisq,
+        logrank="unpaired (both arms' seeds as independent samples); it informs, the CI decides",
+    )
+    reason = reason.rstrip(".") + broken_pairs_words(pairing) + "."
+    result = frame.result(estimate, ci, pval, verdict, reason, rows, details)
+    result.p_support, result.p_refute = details.get("p_support"), details.get("p_refute")
+    return result
+
+
+def _run_rmst(p: SurvivalCompareParams, base: ArmSample, treat: ArmSample) -> CriterionResult:
+    """``summary: rmst``: the ratio / difference of restricted mean times to threshold up to τ,
+    one τ for both arms (`rmst_tau`); percentile bootstrap CI (`bootstrap_rmst_effect`)."""
+    tau, tau_source = rmst_tau([base, treat], p.tau)
+    rows = [arm_row(a, {**km_columns(a, p.ci_level), **rmst_columns(a, tau)})
+            for a in (base, treat)]
+    pairing = pair_arms(base, treat, p.paired)
+    test = "log-rank (statsmodels survdiff)"
+    frame = Frame(NAME, _effect_label(p, tau), with_analysis(test, pairing), p.threshold,
+                  _claimed_region(p), p.ci_level,
+                  {"censoring": CENSORING, "summary": "rmst", "tau": tau, "tau_source": tau_source,
+                   "rmst_convention": RMST_CONVENTION, **pairing.details()})
+    if base.n == 0 or treat.n == 0:
+        return _no_usable_seeds(frame, base, treat, rows)
+    estimate, ci, details = bootstrap_rmst_effect(
+        pairing.base, pairing.treat, p.effect, tau, p.n_boot, p.bootstrap_seed, p.ci_level,
+        region=(p.direction, p.threshold), paired=pairing.paired,
+    )
+    chisq, pval = logrank(base, treat)
+    verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
+                                           frame.effect_label, p.ci_level)
     details.update(
         km_median_convention=KM_MEDIAN_CONVENTION,
         arm_median_ci="statsmodels quantile_ci, cloglog transform",
