@@ -44,6 +44,7 @@ from grokverify.catalog.criteria import (
 from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
 from grokverify.stats.common import (
     Frame,
+    Pairing,
     arm_row,
     broken_pairs_words,
     excluded_words,
@@ -51,6 +52,7 @@ from grokverify.stats.common import (
     require_arms,
     with_analysis,
 )
+from grokverify.verdict import Verdict
 
 NAME = "survival_compare"
 CENSORING = "seeds that never reach the threshold are right-censored at their budget"
@@ -460,7 +462,6 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
         b, t, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level,
         region=(p.direction, p.threshold), paired=pairing.paired,
     )
-    chisq, pval = logrank(base, treat)
     bound = estimate_bound(b, t, p.effect)
     if bound is not None:
         estimate, side, words = bound
@@ -470,16 +471,7 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
     if bound is not None:
         plain = f"(point estimate {verdict_rules.format_number(estimate)})"
         reason = reason.replace(plain, f"(point estimate {words})")
-    details.update(
-        km_median_convention=KM_MEDIAN_CONVENTION,
-        arm_median_ci="statsmodels quantile_ci, cloglog transform",
-        logrank_chi2=chisq,
-        logrank="unpaired (both arms' seeds as independent samples); it informs, the CI decides",
-    )
-    reason = reason.rstrip(".") + broken_pairs_words(pairing) + "."
-    result = frame.result(estimate, ci, pval, verdict, reason, rows, details)
-    result.p_support, result.p_refute = details.get("p_support"), details.get("p_refute")
-    return result
+    return _result(frame, pairing, base, treat, estimate, ci, verdict, reason, rows, details)
 
 
 def _run_rmst(p: SurvivalCompareParams, base: ArmSample, treat: ArmSample) -> CriterionResult:
@@ -500,9 +492,17 @@ def _run_rmst(p: SurvivalCompareParams, base: ArmSample, treat: ArmSample) -> Cr
         pairing.base, pairing.treat, p.effect, tau, p.n_boot, p.bootstrap_seed, p.ci_level,
         region=(p.direction, p.threshold), paired=pairing.paired,
     )
-    chisq, pval = logrank(base, treat)
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
                                            frame.effect_label, p.ci_level)
+    return _result(frame, pairing, base, treat, estimate, ci, verdict, reason, rows, details)
+
+
+def _result(frame: Frame, pairing: Pairing, base: ArmSample, treat: ArmSample, estimate: float,
+            ci: tuple[float, float], verdict: Verdict, reason: str, rows: list[ArmSummary],
+            details: dict[str, Any]) -> CriterionResult:
+    """The result both summaries (median, RMST) give: the log-rank test beside the CI that
+    decided, broken pairs named, and the bootstrap's p against θ."""
+    chisq, pval = logrank(base, treat)
     details.update(
         km_median_convention=KM_MEDIAN_CONVENTION,
         arm_median_ci="statsmodels quantile_ci, cloglog transform",
