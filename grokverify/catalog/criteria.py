@@ -184,8 +184,9 @@ class ScalarCompareParams(BaseModel):
     ``paired`` (default): the effect is the statistic of the per-seed differences
     ``treated_i - baseline_i`` (difference) or ``exp`` of the statistic of the per-seed log
     ratios ``log(treated_i / baseline_i)`` (ratio: the geometric mean / median of the per-seed
-    ratios), seeds both arms have; its CI is the one-sample BCa bootstrap of those per-pair
-    effects. ``false``: the statistic of each arm, arms resampled independently.
+    ratios), seeds both arms have; its CI is one-sample on those per-pair effects: the exact
+    order-statistic interval for the median, the bootstrap-t for the mean, BCa for the IQM.
+    ``false``: the statistic of each arm, arms resampled independently.
     """
 
     model_config = ConfigDict(extra="forbid")
