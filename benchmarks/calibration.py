@@ -762,19 +762,16 @@ def report(shown: list[tuple[int, Setting]], by_key: dict[tuple[int, str], Tally
                         misses.append(f"{where}: coverage {t.coverage:.3f} < {COVERAGE_TARGET}"
                                       f"{_mc(t.coverage, COVERAGE_TARGET, t.claims)}")
                         missed.append((s.criterion, s.label, design))
-                if s.null or s.outside:
-                    crit[design]["fs"].append(t.supported_rate)
-                    if t.supported_rate > FALSE_SUPPORTED_TARGET:
-                        misses.append(f"{where}: false SUPPORTED {t.supported_rate:.4f} > "
-                                      f"{FALSE_SUPPORTED_TARGET}"
-                                      + _mc(t.supported_rate, NOMINAL_ERROR, t.claims, "nominal"))
-                        missed.append((s.criterion, s.label, design))
-                if s.null:
-                    crit[design]["fr"].append(t.refuted_rate)
-                    if t.refuted_rate > FALSE_REFUTED_TARGET:
-                        misses.append(f"{where}: false REFUTED {t.refuted_rate:.4f} > "
-                                      f"{FALSE_REFUTED_TARGET}"
-                                      + _mc(t.refuted_rate, NOMINAL_ERROR, t.claims, "nominal"))
+                errors = [("fs", "SUPPORTED", t.supported_rate, FALSE_SUPPORTED_TARGET,
+                           s.null or s.outside),
+                          ("fr", "REFUTED", t.refuted_rate, FALSE_REFUTED_TARGET, s.null)]
+                for key, verdict, rate, target, is_error in errors:
+                    if not is_error:
+                        continue
+                    crit[design][key].append(rate)
+                    if rate > target:
+                        misses.append(f"{where}: false {verdict} {rate:.4f} > {target}"
+                                      + _mc(rate, NOMINAL_ERROR, t.claims, "nominal"))
                         missed.append((s.criterion, s.label, design))
         parts = []
         for design, v in crit.items():
