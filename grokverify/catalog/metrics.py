@@ -33,12 +33,13 @@ class MetricSpec(StrictModel):
 
     kind: ClassVar[Kind]
     undefined: ClassVar[str] = "undefined"
+    curve_keys: ClassVar[tuple[str, ...]] = ()  # the fields that name a record curve
     name: str
     on_diverged: str  # each kind narrows it to the rules that apply
 
     def curve_fields(self) -> dict[str, str]:
         """Field name -> the record curve it names (checked against the experiment at load)."""
-        return {}
+        return {key: getattr(self, key) for key in self.curve_keys}
 
     def curves(self) -> list[str]:
         """The record curves this metric reads."""
@@ -127,12 +128,10 @@ class CurveAt(ValueMetric):
     has no recorded step there or its value there is null."""
 
     undefined: ClassVar[str] = "undefined (no value recorded at or before the step)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
     name: Literal["curve_at"]
     curve: str = Field(description="a curve the experiment records, e.g. val_acc")
     step: Int = Field(ge=0, le=MAX_STEPS, description="training step")
-
-    def curve_fields(self) -> dict[str, str]:
-        return {"curve": self.curve}
 
     def describe(self) -> str:
         return (f"{self.curve} at step {self.step} (its last recorded value at or before it); "
@@ -144,11 +143,9 @@ class CurveMean(_Window):
     it has none there."""
 
     undefined: ClassVar[str] = "undefined (no value recorded in the window)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
     name: Literal["curve_mean"]
     curve: str = Field(description="a curve the experiment records")
-
-    def curve_fields(self) -> dict[str, str]:
-        return {"curve": self.curve}
 
     def describe(self) -> str:
         return (f"mean of {self.curve} over its recorded steps in [{self.start}, {self.end}]; "
@@ -161,6 +158,7 @@ class CurveRatio(_Window):
     denominator's is 0."""
 
     undefined: ClassVar[str] = "undefined (no value in the window, or a zero denominator)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("numerator", "denominator")
     name: Literal["curve_ratio"]
     numerator: str = Field(description="a curve the experiment records")
     denominator: str = Field(description="a curve the experiment records")
@@ -172,9 +170,6 @@ class CurveRatio(_Window):
                              "of a curve to itself is 1)")
         return self
 
-    def curve_fields(self) -> dict[str, str]:
-        return {"numerator": self.numerator, "denominator": self.denominator}
-
     def describe(self) -> str:
         return (f"mean of {self.numerator} over its recorded steps in [{self.start}, "
                 f"{self.end}] divided by the mean of {self.denominator} there; seeds where "
@@ -185,11 +180,9 @@ class FinalValue(ValueMetric):
     """A curve's last non-null value; undefined when it has none."""
 
     undefined: ClassVar[str] = "undefined (the curve has no value)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
     name: Literal["final_value"]
     curve: str = Field(description="a curve the experiment records")
-
-    def curve_fields(self) -> dict[str, str]:
-        return {"curve": self.curve}
 
     def describe(self) -> str:
         return (f"last recorded value of {self.curve} (a seed stopped early keeps its last "
