@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grokverify.catalog.tasks import split_sizes  # one count, shared with the schema's checks
 from grokverify.rng import numpy_rng
 from grokverify.spec import TaskSpec
 
@@ -109,19 +110,6 @@ SPLITS: dict[str, Callable[..., np.ndarray]] = {
     "uniform": _split_uniform,
     "skewed": _split_skewed,
 }
-
-
-def split_sizes(task: TaskSpec) -> tuple[int, int, int]:
-    """(pairs, training pairs, validation pairs) of a task, the same for every seed; counted
-    without building the pairs (claims are checked with it when they load)."""
-    p = task.p
-    n = p * (p + 1) // 2 if task.unordered else p * p  # what `pairs_for` keeps ...
-    if task.op == "div":
-        n -= 1 if task.unordered else p  # ... less the pairs with b = 0
-    n_test = int(round(task.test_frac * n)) if task.test_frac is not None else 0
-    # Rounding both fractions can overshoot N by one (p=5, 0.7 + 0.3): cap at what is left.
-    n_train = min(int(round(task.train_frac * n)), n - n_test)
-    return n, n_train, n_test if task.test_frac is not None else n - n_train
 
 
 def build_dataset(task: TaskSpec, seed: int) -> Dataset:
