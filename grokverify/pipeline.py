@@ -134,7 +134,8 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
                 for key in trial.keys:
                     if not store.has(key):
                         store.unlock(key)
-        unsound = [k for t in mine for k in t.keys if not store.has(k)]
+        stored = {k for t in mine for k in t.keys if store.has(k)}  # each record read once
+        unsound = [k for t in mine for k in t.keys if k not in stored]
         if unsound:  # retraining would write it again, and again: stop instead
             why = store.damaged.get(unsound[0], "gone")
             raise ExecutionError(f"record {store.path_for(unsound[0])} does not read back sound "
@@ -146,9 +147,10 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
                           f"process is training on this store[/dim]")
             while any(store.locked_by_other(k) and not store.has(k) for k in others):
                 time.sleep(1.0)
+        stored |= {k for t in trials for k in t.keys if k not in stored and store.has(k)}
         trials = [replace(t, seeds=tuple(s for s, k in zip(t.seeds, t.keys, strict=True)
-                                         if not store.has(k)),
-                          keys=tuple(k for k in t.keys if not store.has(k)))
+                                         if k not in stored),
+                          keys=tuple(k for k in t.keys if k not in stored))
                   for t in trials]
         trials = [t for t in trials if t.seeds]
     return walls, trained
