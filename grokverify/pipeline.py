@@ -175,7 +175,8 @@ def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
     seeds = override if override is not None else loaded.scale_seeds(scale)
     if isinstance(seeds, int):
         return Rounds.fixed(seeds)
-    return Rounds.with_spending(seeds.looks(), own_alpha(loaded.claim.criterion), seeds.spending)
+    return Rounds.with_spending(seeds.looks(), own_alpha(loaded.claim.criterion), seeds.spending,
+                                CRITERIA[loaded.claim.criterion.name].information)
 
 
 def analyse(run: ClaimRun, store: Store, look: Look) -> None:

@@ -437,7 +437,8 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
                                         dotted(("scales", scale_name, "arms", arm)),
                                         f"no arm named {arm!r}; arms are {sorted(claim.arms)}"))
     crit = CRITERION_SPECS[claim.criterion.name]
-    problems += _kind_problems(claim, file, lines) + _family_problems(claim, file, lines)
+    problems += (_kind_problems(claim, file, lines) + _family_problems(claim, file, lines)
+                 + _sequential_problems(claim, file, lines))
     for arm in crit.arms_of(claim.criterion):
         if arm not in claim.arms:
             where = _find_value(data.get("criterion", {}), arm)
@@ -517,6 +518,19 @@ def _family_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
                     f"criterion {schema.name!r} gives no one-sided p-values against the "
                     f"boundary of its claimed region, so its members cannot be combined into a "
                     f"family; families take {takers}")]
+
+
+def _sequential_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    """Sequential `seeds` where the criterion's params are not calibrated for sequential looks
+    (`CriterionSchema.sequential_refusal`)."""
+    refusal = CRITERION_SPECS[claim.criterion.name].sequential_refusal
+    why = refusal(claim.criterion) if refusal else ""
+    if not why:
+        return []
+    where: list[Path_] = [("seeds",)] if isinstance(claim.seeds, SeedsSpec) else []
+    where += [("scales", name, "seeds") for name, scale in claim.scales.items()
+              if isinstance(scale.seeds, SeedsSpec)]
+    return [Problem(file, lines.line_of(path), dotted(path), why) for path in where]
 
 
 def _claim_metrics(claim: Claim) -> list[tuple[Path_, _Metric]]:

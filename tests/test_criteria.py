@@ -505,15 +505,23 @@ def test_spearman_hand_computed() -> None:
     assert res.p_value == pytest.approx(sps.spearmanr([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]).pvalue)
 
 
-def test_pearson_matches_scipy() -> None:
+def test_pearson_is_scipys_interval_less_the_fisher_z_bias() -> None:
+    """r and p are scipy's; the CI is scipy's Fisher-z interval with its centre moved down by
+    atanh(r)'s bias r / (2 (n - 1)), the same width on the z scale."""
     rng = np.random.default_rng(12)
     x = rng.uniform(100, 200, 25)
     y = x + rng.normal(0, 30, 25)
     res = run(corr(method="pearson", ci_level=0.9), corr_arm(x, y))
     ref = sps.pearsonr(x, y)
-    assert res.estimate == pytest.approx(ref.statistic)
+    r = float(ref.statistic)
+    assert res.estimate == pytest.approx(r)
     assert res.p_value == pytest.approx(ref.pvalue)
-    assert res.ci == pytest.approx(tuple(ref.confidence_interval(0.9)), rel=1e-9)
+    shift = r / (2 * 24)
+    scipy_z = np.arctanh(ref.confidence_interval(0.9))
+    assert np.arctanh(res.ci) == pytest.approx(scipy_z - shift, rel=1e-9)
+    half = 1.6448536 / math.sqrt(22)
+    assert np.arctanh(res.ci) == pytest.approx(
+        (math.atanh(r) - shift - half, math.atanh(r) - shift + half), rel=1e-6)
 
 
 @pytest.mark.parametrize(("slope", "noise", "direction", "expected"), [

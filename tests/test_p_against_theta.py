@@ -172,3 +172,15 @@ def test_cox_p_against_theta_is_the_wald_test_of_log_theta() -> None:
     z = (res.details["beta"] - math.log(1.25)) / res.details["se_beta"]
     from scipy.stats import norm
     assert res.p_support == pytest.approx(norm.sf(z)) and res.p_refute == pytest.approx(norm.cdf(z))
+
+
+def test_a_bootstrap_p_at_exactly_alpha_is_read_as_the_ci_reads_it() -> None:
+    """A bootstrap p of 15/300 is exactly the one-sided level of a 90% CI, but (1 - 0.9) / 2 is
+    0.04999999999999999 in floats: it still supports (the CI bound sits at θ), and refutes
+    only below the level."""
+    alpha = (1 - 0.9) / 2
+    assert alpha < 0.05
+    assert verdict_from_p(15 / 300, 0.9, alpha) == Verdict.SUPPORTED
+    assert verdict_from_p(0.9, 15 / 300, alpha) == Verdict.INCONCLUSIVE
+    assert verdict_from_p(0.9, 14 / 300, alpha) == Verdict.REFUTED
+    assert verdict_from_p(16 / 300, 0.9, alpha) == Verdict.INCONCLUSIVE

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pydantic import ValidationError
+from scipy import stats as sps
 
 from grokverify.stats.base import ArmSample, verdict_from_p
 from grokverify.stats.survival import (
@@ -119,6 +120,8 @@ T_TIMES, T_OBS = [100, 200, 260, 300, 380, 500, 420], [1, 1, 1, 1, 1, 0, 1]
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("effect", ["ratio", "difference"])
 def test_bootstrap_equals_hand_joint_resampling(paired: bool, effect: str) -> None:
+    """Joint (paired) or per-arm resampling of seed indices by hand, and the percentile
+    interval at Hesterberg's expanded level for 7 seeds, 1 - 2 Phi(-sqrt(7/6) t_(6, 0.95))."""
     b, t = arm("b", B_TIMES, B_OBS), arm("t", T_TIMES, T_OBS)
     n_boot, seed, tau = 40, 17, 500.0
     estimate, ci, details = bootstrap_rmst_effect(b, t, effect, tau, n_boot, seed, 0.9,
@@ -128,14 +131,27 @@ def test_bootstrap_equals_hand_joint_resampling(paired: bool, effect: str) -> No
     ti = bi if paired else rng.integers(0, 7, size=(n_boot, 7))
     rb = np.array([ref_rmst(b.values[i], b.observed[i], tau) for i in bi])
     rt = np.array([ref_rmst(t.values[i], t.observed[i], tau) for i in ti])
-    eff = rt / rb if effect == "ratio" else rt - rb
-    assert ci[0] == pytest.approx(_order_stat(eff, 0.05), rel=1e-12)
-    assert ci[1] == pytest.approx(_order_stat(eff, 0.95), rel=1e-12)
+    eff = np.sort(rt / rb if effect == "ratio" else rt - rb)
+    level = 1 - 2 * sps.norm.cdf(-math.sqrt(7 / 6) * sps.t.ppf(0.95, 6))
+    assert details["bootstrap_level"] == pytest.approx(level, rel=1e-12)
+
+    def interpolated(q: float) -> float:  # linear interpolation between order statistics
+        h = q * (n_boot - 1)
+        lo = math.floor(h)
+        return float(eff[lo] + (h - lo) * (eff[lo + 1] - eff[lo]))
+
+    assert ci[0] == pytest.approx(interpolated((1 - level) / 2), rel=1e-12)
+    assert ci[1] == pytest.approx(interpolated((1 + level) / 2), rel=1e-12)
     full_b, full_t = ref_rmst(B_TIMES, B_OBS, tau), ref_rmst(T_TIMES, T_OBS, tau)
     assert estimate == pytest.approx(full_t / full_b if effect == "ratio" else full_t - full_b)
-    assert details["p_support"] == pytest.approx(np.mean(eff > 0.8))
-    assert details["p_refute"] == pytest.approx(np.mean(eff <= 0.8))
     assert details["n_undefined_resamples"] == 0
+
+
+def test_bootstrap_needs_two_seeds_per_arm() -> None:
+    b, t = arm("b", [300.0], [1]), arm("t", [200.0, 250.0], [1, 1])
+    estimate, ci, details = bootstrap_rmst_effect(b, t, "ratio", 500.0, 50, 1, 0.95)
+    assert estimate == pytest.approx(225.0 / 300.0)
+    assert math.isnan(ci[0]) and math.isnan(ci[1]) and "2 seeds" in details["no_ci"]
 
 
 def _shifted(factor: float, n: int = 16, seed: int = 3) -> dict[str, ArmSample]:

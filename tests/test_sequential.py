@@ -26,6 +26,23 @@ def test_information_fractions() -> None:
     assert seq.information_fractions([8, 12, 16, 20]) == [0.4, 0.6, 0.8, 1.0]
     with pytest.raises(ValueError):
         seq.information_fractions([8, 8, 20])
+    with pytest.raises(ValueError, match="positive and increasing"):
+        seq.information_fractions([2, 3, 8], lambda n: max(n - 3.0, 0.0))
+
+
+def test_correlation_looks_use_its_fisher_z_information() -> None:
+    """A Fisher-z correlation's se is 1/sqrt(n - 3), so its looks' fractions are
+    (n_k - 3)/(n_max - 3), and the nominal levels those of the fractions, not of n_k / n_max."""
+    info = CRITERIA["correlation"].information
+    rounds = seq.Rounds.with_spending([8, 12, 16, 20], 0.05, "obrien_fleming", info)
+    assert [k.information_fraction for k in rounds.looks] == pytest.approx(
+        [5 / 17, 9 / 17, 13 / 17, 1.0])
+    assert [k.nominal_alpha for k in rounds.looks] == pytest.approx(
+        seq.nominal_levels([5 / 17, 9 / 17, 13 / 17, 1.0], 0.05, "obrien_fleming"))
+    # looks below 4 pairs (no CI) still get increasing fractions
+    assert seq.information_fractions([2, 3, 4, 8], info) == pytest.approx(
+        [0.05, 0.075, 0.2, 1.0])
+    assert CRITERIA["survival_compare"].information(12) == 12.0
 
 
 @pytest.mark.parametrize("kind", ["obrien_fleming", "pocock"])

@@ -186,13 +186,18 @@ class CriterionResult:
 Region = Literal["less", "greater"]
 
 
+P_TOL = 1e-9  # relative float tolerance of a p-value at the level alpha
+
+
 def verdict_from_p(p_support: float | None, p_refute: float | None, alpha: float) -> Verdict:
     """The CI's verdict read off its one-sided p-values against θ at one-sided level `alpha`
     (``(1 - ci_level) / 2``): the boundary belongs to the claimed region, so a CI bound *at* θ
-    supports (``p_support <= alpha``) but does not refute (``p_refute < alpha``)."""
-    if p_support is not None and p_support <= alpha:
+    supports (``p_support <= alpha``) but does not refute (``p_refute < alpha``). Bootstrap p's
+    are multiples of 1 / n_boot and often equal alpha exactly, while ``(1 - 0.9) / 2`` is
+    0.04999999999999999 in floats, so alpha is compared within a relative `P_TOL`."""
+    if p_support is not None and p_support <= alpha * (1 + P_TOL):
         return Verdict.SUPPORTED
-    if p_refute is not None and p_refute < alpha:
+    if p_refute is not None and p_refute < alpha * (1 - P_TOL):
         return Verdict.REFUTED
     return Verdict.INCONCLUSIVE
 
@@ -235,6 +240,10 @@ class Criterion:
     ``correlation``'s ``[x, y]``); the pipeline puts each into ``ArmSample.extra[label]`` (with
     ``"<label>.observed"``). A label missing from ``extra`` is read from ``ArmSample.values``,
     which is right only when it is the claim's own ``metric``. None: the claim's metric only.
+
+    ``information`` maps seeds per arm to the statistic's information (1 / its variance, up to a
+    constant) and sets the information fractions of sequential looks: n by default; a
+    criterion whose se is not proportional to 1 / sqrt(n) says so (``correlation``: n - 3).
     """
 
     name: str
@@ -243,11 +252,12 @@ class Criterion:
     arms_of: Callable[[pydantic.BaseModel], list[str]]
     metrics_of: Callable[[pydantic.BaseModel], list[MetricSpec]] | None = None
     kinds_of: Callable[[pydantic.BaseModel], tuple[Kind, ...]] = lambda params: ("time",)
+    information: Callable[[int], float] = float
 
     @classmethod
     def of(cls, schema: CriterionSchema,
            run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult],
-           ) -> Criterion:
+           information: Callable[[int], float] = float) -> Criterion:
         """The criterion of a catalog schema with its statistics."""
         return cls(schema.name, schema.params_model, run, schema.arms_of, schema.metrics_of,
-                   schema.kinds_of)
+                   schema.kinds_of, information)

@@ -389,7 +389,7 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
         low, high = float(pct.confidence_interval[0]), float(pct.confidence_interval[1])
     if region is not None:
         z0, a = _bca_constants(data, statistic, dist) if bca else (0.0, 0.0)
-        to_p = _expanded_p(n) if expand else _normal_p
+        to_p = expanded_p(n) if expand else _normal_p
         details.update(bca_p_values(dist, z0, a, region, to_p))
     return (low, high), details
 
@@ -421,7 +421,7 @@ def _normal_p(z: float) -> float:
     return float(ndtr(-z))
 
 
-def _expanded_p(n: int) -> Callable[[float], float]:
+def expanded_p(n: int) -> Callable[[float], float]:
     """The one-sided p for a bootstrap-scale z under Hesterberg's expansion, whose z for a
     one-sided level p is ``sqrt(n / (n - 1)) t_(n-1, 1-p)``."""
     def to_p(z: float) -> float:

@@ -9,9 +9,11 @@ benchmark) both step through it.
 
 Looking repeatedly at accumulating data would inflate the error rates if every look used the
 declared CI level, so each look uses a wider CI, from an **alpha-spending function** (Lan &
-DeMets 1983). With information fraction ``t_k = n_k / n_max`` (seeds per arm at look k over the
-maximum), the spending function ``alpha(t)`` says how much of the two-sided error ``alpha`` may
-have been spent by look k:
+DeMets 1983). With information fraction ``t_k = I(n_k) / I(n_max)`` (``I`` the criterion's
+information in n seeds per arm, `Criterion.information`: n for most criteria, so ``t_k = n_k /
+n_max``; n - 3 for a Fisher-z correlation, whose se is 1 / sqrt(n - 3)), the spending
+function ``alpha(t)`` says how much of the two-sided error ``alpha`` may have been spent by
+look k:
 
 * ``obrien_fleming`` (O'Brien-Fleming type): ``alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt(t))`` --
   very strict early looks, the last look close to the fixed-n level;
@@ -80,12 +82,18 @@ def looks(min: int, max: int, step: int) -> list[int]:  # the names of `seeds:`
     return [*out, hi]
 
 
-def information_fractions(look_sizes: Sequence[int]) -> list[float]:
-    """t_k = n_k / n_max for strictly increasing positive seed counts."""
+def information_fractions(look_sizes: Sequence[int],
+                          information: Callable[[int], float] = float) -> list[float]:
+    """t_k = I(n_k) / I(n_max) for strictly increasing positive seed counts, I the criterion's
+    information in n seeds (`Criterion.information`; n by default, so t_k = n_k / n_max)."""
     sizes = [int(n) for n in look_sizes]
     if not sizes or sizes[0] < 1 or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
         raise ValueError(f"looks must be strictly increasing positive seed counts, got {sizes}")
-    return [n / sizes[-1] for n in sizes]
+    info = [float(information(n)) for n in sizes]
+    if info[0] <= 0 or any(b <= a for a, b in zip(info, info[1:], strict=False)):
+        raise ValueError(f"the information at looks {sizes} must be positive and increasing, "
+                         f"got {info}")
+    return [i / info[-1] for i in info]
 
 
 def spending(t: float | np.ndarray, alpha: float, kind: SpendingKind) -> Any:
@@ -261,10 +269,12 @@ class Rounds:
 
     @classmethod
     def with_spending(cls, sizes: Sequence[int], alpha: float,
-                      kind: SpendingKind = "obrien_fleming") -> Rounds:
+                      kind: SpendingKind = "obrien_fleming",
+                      information: Callable[[int], float] = float) -> Rounds:
         """Looks at `sizes` seeds per arm, each at the nominal level of the spending rule for an
-        overall two-sided `alpha` (information fraction = n_k / n_max)."""
-        fractions = information_fractions(sizes)
+        overall two-sided `alpha` (information fraction I(n_k) / I(n_max), see
+        `information_fractions`)."""
+        fractions = information_fractions(sizes, information)
         levels = nominal_levels(fractions, alpha, kind)
         looks = [Look(int(n), 1.0 - a, t, float(spending(t, alpha, kind)), a)
                  for n, t, a in zip(sizes, fractions, levels, strict=True)]
@@ -383,12 +393,13 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
     stop at the first SUPPORTED or REFUTED verdict; otherwise the last look's verdict stands.
 
     ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
-    ``kind`` the spending function. Information fraction = n_k / n_max (seeds per arm)."""
+    ``kind`` the spending function. Information fractions from the criterion's
+    `Criterion.information` (n_k / n_max for most)."""
     from grokverify.stats import criterion_for  # lazy: the registry may one day import this
 
     criterion = criterion_for(criterion_name, params)
     total = own_alpha(params) if alpha is None else float(alpha)
-    design = Rounds.with_spending([int(n) for n in looks], total, kind)
+    design = Rounds.with_spending([int(n) for n in looks], total, kind, criterion.information)
     rounds: list[Round] = []
     result: CriterionResult | None = None
     while (look := design.next_look()) is not None:
@@ -403,7 +414,8 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
     final = rounds[-1]
     result.details["sequential"] = {
         "design": f"group-sequential, Lan-DeMets {kind.replace('_', '-')}-type alpha spending, "
-                  f"two-sided alpha {total:g} (both verdict sides), information = seeds / max",
+                  f"two-sided alpha {total:g} (both verdict sides), information fractions "
+                  f"{[round(k.information_fraction, 4) for k in design.looks]}",
         "looks": sizes,
         "schedule": schedule,
         "rounds": [{"n": r.n, "ci_level": r.ci_level, "estimate": r.estimate,
