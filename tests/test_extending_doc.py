@@ -49,7 +49,9 @@ def test_every_example_of_the_extending_guide_runs_and_a_claim_uses_them_all() -
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["criterion"] == "mean_below" and got["report"]
-    assert got["verdict"] in ("SUPPORTED", "REFUTED", "INCONCLUSIVE")
+    # the claim's bound is 100 and the metric's per-seed values are far below 1 (the assert on
+    # the estimate below), so the t interval lies wholly under the bound
+    assert got["verdict"] == "SUPPORTED"
     assert "param_norm.E" in got["curves"] and "param_norm.W" in got["curves"]
     assert got["events"] == {"scale_lr": 20}
     assert abs(got["estimate"]) < 1  # an embedding norm of ~10 changes slowly

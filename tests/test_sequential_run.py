@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,12 @@ def test_sequential_run_adds_rounds_until_decided_or_max(tmp_path: Path,
     opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
                       device="cpu")
     (run,) = run_claims([loaded], opts, QUIET)
-    decided = run.verdict.value in ("SUPPORTED", "REFUTED")
-    assert [r["seeds"] for r in run.rounds] == [3, 5, 7][:len(run.rounds)]
-    assert decided or len(run.rounds) == 3
-    assert all(r["verdict"] == "INCONCLUSIVE" for r in run.rounds[:-1])  # stopped at first decision
+    # the c1 median stays beyond this budget at every look (CI [0, inf]), so no look decides
+    # and every round runs; stopping at a decision is tested on the Rounds object
+    # (tests/test_sequential.py) and in the calibration
+    assert [(r["seeds"], r["verdict"]) for r in run.rounds] == [
+        (3, "INCONCLUSIVE"), (5, "INCONCLUSIVE"), (7, "INCONCLUSIVE")]
+    assert run.verdict.value == "INCONCLUSIVE" and run.result.ci == (0.0, math.inf)
     n_last = run.rounds[-1]["seeds"]
     assert run.trained == 2 * n_last  # each round trained only its new seeds
     assert run.result.ci_level == pytest.approx(run.rounds[-1]["ci_level"])
