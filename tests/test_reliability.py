@@ -164,3 +164,24 @@ def test_records_and_reports_get_ordinary_file_permissions(tmp_path: Path,
     assert len(written) >= 3
     for path in written:
         assert path.stat().st_mode & 0o777 == 0o644, path
+
+
+def test_a_full_disk_during_a_real_run_exits_1_and_leaves_no_partial_record(
+        tmp_path: Path, tiny_claim: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store folder passes the writability probe, training runs, then the disk is full when
+    the first record is flushed: a clean message and exit 1, not a traceback, and no record or
+    temporary file left in the store."""
+    import grokverify.atomic as atomic
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    code = main(["run", str(tiny_claim), "--executor", "local", "--device", "cpu",
+                 "--store", str(tmp_path / "store"), "--reports", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "No space left on device" in out and "Traceback" not in out
+    assert not list((tmp_path / "store").rglob("*.json"))
+    assert not list((tmp_path / "store").rglob("*.tmp"))

@@ -1,0 +1,159 @@
+"""Mutation testing of the core modules with mutmut: does the suite catch small faults?
+
+mutmut (``pip install -e '.[mutation]'``) copies the package into ``mutants/``, makes every
+small change its operators know (``<`` to ``<=``, ``+ 1``, a constant, a dropped argument, ...) in
+the modules ``[tool.mutmut] only_mutate`` of pyproject.toml lists (the core: verdict, family,
+metrics, samples, store, the statistics criteria, the engine's threshold and evaluation code, the
+spec's resolution order), and runs the tests that reach each changed function. A mutant is
+*killed* when a test fails (or the run times out: the change made the tests hang), *survives*
+when they all pass, and has *no tests* when no test reaches it (counted as surviving).
+
+``mutation_score = killed / (total - equivalent - skipped)``, where *equivalent* mutants are
+those that cannot change behaviour (listed, each with a one-line reason, in
+``benchmarks/mutation_equivalent.txt``: ``<mutant name>  # <reason>``), and *skipped* those
+mutmut itself did not run. Every surviving mutant should get a test or an entry in that file.
+
+The report (``docs/mutation-report.md``) gets the date, commit, mutmut version, run time,
+counts per module, the score, every surviving mutant and the equivalent ones. Not in CI: the
+core modules give thousands of mutants, hours on 2 cores; run it before a release.
+
+Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only]`` (``--report-only``
+re-reads the last run in ``mutants/``). The last line is ``mutation_score=...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from importlib.metadata import version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.txt"
+REPORT = ROOT / "docs" / "mutation-report.md"
+KILLED = {"killed", "timeout", "caught by type check"}
+NOT_RUN = {"skipped"}
+_LINE = re.compile(r"^\s+(\S+): (.+)$")
+
+
+def core_modules() -> list[str]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant name -> why it cannot change behaviour."""
+    out: dict[str, str] = {}
+    if not EQUIVALENT.is_file():
+        return out
+    for n, line in enumerate(EQUIVALENT.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, sep, why = line.partition("#")
+        if not sep or not why.strip():
+            raise SystemExit(f"{EQUIVALENT.name}:{n}: expected '<mutant name>  # <reason>'")
+        out[name.strip()] = why.strip()
+    return out
+
+
+def statuses() -> dict[str, str]:
+    """Every mutant of the last run and its status (`mutmut results --all true`)."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    return {m.group(1): m.group(2).strip() for line in out.splitlines()
+            if (m := _LINE.match(line))}
+
+
+def module_of(mutant: str) -> str:
+    """grokverify.stats.survival.x_bootstrap__mutmut_3 -> grokverify/stats/survival.py"""
+    head = mutant.split("__mutmut_")[0]
+    parts = head.split(".")
+    for i in range(len(parts), 0, -1):
+        path = ROOT / ("/".join(parts[:i]) + ".py")
+        if path.is_file():
+            return str(path.relative_to(ROOT))
+    return parts[0]
+
+
+def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float | None) -> float:
+    unknown = sorted(set(equiv) - set(status))
+    if unknown:
+        raise SystemExit(f"{EQUIVALENT.name} lists mutants this run does not have: {unknown}")
+    by_module: dict[str, Counter[str]] = defaultdict(Counter)
+    for name, st in status.items():
+        by_module[module_of(name)]["equivalent" if name in equiv else st] += 1
+    total = sum(sum(c.values()) for c in by_module.values())
+    killed = sum(c[k] for c in by_module.values() for k in KILLED)
+    eq = len(equiv)
+    not_run = sum(c[k] for c in by_module.values() for k in NOT_RUN)
+    denominator = total - eq - not_run
+    score = killed / denominator if denominator else float("nan")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           check=True, capture_output=True, text=True).stdout.strip()
+    lines = [
+        "# Mutation report",
+        "",
+        "Made by `python benchmarks/mutation.py` (see its docstring and docs/testing.md).",
+        "",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- commit: {commit}{' (with uncommitted changes)' if dirty else ''}",
+        f"- tool: mutmut {version('mutmut')}, Python {sys.version.split()[0]}",
+        f"- run time: {seconds / 60:.0f} min" if seconds is not None else
+        "- run time: (report re-read from the last run)",
+        f"- modules: {', '.join(core_modules())}",
+        f"- **mutation_score = {killed} / ({total} − {eq} equivalent − {not_run} skipped) = "
+        f"{score:.3f}**",
+        "",
+        "| module | mutants | killed | survived | no tests | equivalent | other |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for module in sorted(by_module):
+        c = by_module[module]
+        k = sum(c[x] for x in KILLED)
+        other = sum(c.values()) - k - c["survived"] - c["no tests"] - c["equivalent"]
+        lines.append(f"| {module} | {sum(c.values())} | {k} | {c['survived']} | "
+                     f"{c['no tests']} | {c['equivalent']} | {other} |")
+    alive = sorted(n for n, st in status.items()
+                   if n not in equiv and st not in KILLED | NOT_RUN)
+    lines += ["", f"## Surviving mutants ({len(alive)})", "",
+              "Each needs a test, or an entry in benchmarks/mutation_equivalent.txt. "
+              "`mutmut show <name>` prints the change.", ""]
+    lines += [f"- `{n}`: {status[n]}" for n in alive] or ["(none)"]
+    lines += ["", f"## Equivalent mutants ({eq})", ""]
+    lines += [f"- `{n}`: {why}" for n, why in sorted(equiv.items())] or ["(none)"]
+    REPORT.write_text("\n".join(lines) + "\n")
+    return score
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-children", type=int, default=2)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    seconds = None
+    if not args.report_only:
+        start = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children",
+                              str(args.max_children)], cwd=ROOT)
+        seconds = time.perf_counter() - start
+        if run.returncode not in (0, 1):
+            print(f"mutmut run exited {run.returncode}")
+            return run.returncode
+    score = write_report(statuses(), equivalents(), seconds)
+    print(f"report: {REPORT.relative_to(ROOT)}")
+    print(f"mutation_score={score:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
