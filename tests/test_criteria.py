@@ -557,27 +557,36 @@ def test_correlation_data_handling() -> None:
 # ---------------------------------------------------------------- value
 
 
-def test_value_mean_hand_computed() -> None:
-    a = arm("a", [1, 2, 3, 4, 5])
-    res = run(value(n_boot=999, bootstrap_seed=5), a)
-    # bootstrap-t by hand, resample by resample: t* = (mean* - 3) / se*, se = sqrt(2.5 / 5)
-    rng = np.random.default_rng(5)
-    idx = rng.integers(0, 5, size=(999, 5))
+def _hand_bootstrap_t(values: list[float], n_boot: int, seed: int) -> tuple[float, float]:
+    """The bootstrap-t 95% CI of the mean by hand, resample by resample: t* = (mean* - m) / se*
+    (a resample with se* = 0 gives +/-inf, or is dropped when mean* = m), CI m - q_hi se ..
+    m - q_lo se with inverted-CDF quantiles."""
+    x = np.asarray(values, dtype=float)
+    n, m = x.size, float(x.mean())
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     tstars = []
     for row in idx:
-        xb = a.values[row]
-        se_b = math.sqrt(sum((v - xb.mean()) ** 2 for v in xb) / 4 / 5)
+        xb = x[row]
+        se_b = math.sqrt(sum((v - xb.mean()) ** 2 for v in xb) / (n - 1) / n)
         if se_b == 0:
-            if xb.mean() != 3:
-                tstars.append(math.copysign(math.inf, xb.mean() - 3))
+            if xb.mean() != m:
+                tstars.append(math.copysign(math.inf, xb.mean() - m))
             continue
-        tstars.append((xb.mean() - 3) / se_b)
+        tstars.append((xb.mean() - m) / se_b)
     tstars.sort()
     k = len(tstars)
     q_lo, q_hi = tstars[math.ceil(0.025 * k) - 1], tstars[math.ceil(0.975 * k) - 1]
-    se = math.sqrt(0.5)
+    se = float(x.std(ddof=1)) / math.sqrt(n)
+    return m - q_hi * se, m - q_lo * se
+
+
+def test_value_mean_hand_computed() -> None:
+    a = arm("a", [1, 2, 3, 4, 5])
+    res = run(value(n_boot=999, bootstrap_seed=5), a)
+    idx = np.random.default_rng(5).integers(0, 5, size=(999, 5))
+    k = sum(not (np.ptp(a.values[row]) == 0 and a.values[row].mean() == 3) for row in idx)
     assert res.estimate == 3
-    assert res.ci == pytest.approx((3 - q_hi * se, 3 - q_lo * se), rel=1e-12)
+    assert res.ci == pytest.approx(_hand_bootstrap_t([1, 2, 3, 4, 5], 999, 5), rel=1e-12)
     assert res.details["n_dropped_resamples"] == 999 - k
     assert res.details["ci_method"].startswith("bootstrap-t")
     # all values equal: the CI is that value
@@ -585,14 +594,17 @@ def test_value_mean_hand_computed() -> None:
     assert const.ci == (7.0, 7.0) and const.verdict == Verdict.SUPPORTED
 
 
-# The bootstrap-t 95% CI of the mean of 1..5 (seed 0, 2000 resamples) is about (0.73, 5.27),
-# wider than the t interval (1.04, 4.96) with 5 seeds: inside [0.5, 5.5], straddling [1.5, 4.5].
+# The bootstrap-t 95% CI of the mean of 1..5 (the criterion's default 2000 resamples, seed 0),
+# computed by hand, is wider than the t interval (1.04, 4.96) with 5 seeds: it lies inside
+# [0.5, 5.5] and straddles [1.5, 4.5].
 @pytest.mark.parametrize(("target", "tol", "expected"), [
     (3.0, 2.5, Verdict.SUPPORTED), (3.0, 1.5, Verdict.INCONCLUSIVE),
     (10.0, 1.0, Verdict.REFUTED), (-3.0, 1.0, Verdict.REFUTED)])
 def test_value_verdicts(target: float, tol: float, expected: Verdict) -> None:
     res = run(value(target=target, tol=tol), arm("a", [1, 2, 3, 4, 5]))
-    assert res.ci == pytest.approx((0.7322, 5.2678), abs=1e-3)
+    hand = _hand_bootstrap_t([1, 2, 3, 4, 5], 2000, 0)
+    assert res.ci == pytest.approx(hand, rel=1e-12)
+    assert 0.5 < hand[0] < 1.5 and 4.5 < hand[1] < 5.5
     assert res.verdict == expected
 
 
