@@ -52,7 +52,7 @@ FAULTS: tuple[Fault, ...] = (
     Fault("order_is_init_stream", "the minibatch-order random stream colliding with the "
           "initialisation stream", "grokverify/engine/data.py",
           'torch_generator(s, "order", context)', 'torch_generator(s, "init", context)',
-          ("tests/test_train.py", "tests/test_golden.py", "tests/test_engine_equivalence.py")),
+          ("tests/test_streams.py", "tests/test_golden.py")),
     Fault("key_without_version", "the code (results) version left out of the store key",
           "grokverify/store.py",
           'return {"results_version": RESULTS_VERSION, "torch": torch_version(),',
