@@ -641,7 +641,7 @@ def test_value_censoring() -> None:
 @pytest.mark.parametrize(("ci", "expected"), [
     ((0.5, 1.5), Verdict.SUPPORTED), ((0.0, 2.0), Verdict.SUPPORTED),  # ends belong to region
     ((-0.1, 1.0), Verdict.INCONCLUSIVE), ((1.5, 2.5), Verdict.INCONCLUSIVE),
-    ((2.0, 3.0), Verdict.INCONCLUSIVE),  # touches from outside
+    ((2.0, 3.0), Verdict.INCONCLUSIVE), ((-1.0, 0.0), Verdict.INCONCLUSIVE),  # touch from outside
     ((2.01, 3.0), Verdict.REFUTED), ((-3.0, -0.01), Verdict.REFUTED),
     ((-math.inf, math.inf), Verdict.INCONCLUSIVE), ((math.nan, 1.0), Verdict.INCONCLUSIVE),
     ((1.5, 0.5), Verdict.INCONCLUSIVE)])
@@ -650,9 +650,21 @@ def test_decide_interval(ci: tuple[float, float], expected: Verdict) -> None:
     assert verdict == expected and reason.endswith(".") and "90% CI" in reason
 
 
-def test_decide_interval_rejects_bad_region() -> None:
-    with pytest.raises(ValueError):
-        decide_interval((0, 1), 2.0, 1.0, 0.5, "x", 0.95)
+def test_decide_interval_reasons_name_the_region_and_the_side() -> None:
+    words = {ci: decide_interval(ci, 0.0, 2.0, 1.0, "difference", 0.9)[1] for ci in (
+        (0.5, 1.5), (2.01, 3.0), (-3.0, -0.01), (1.5, 2.5), (math.nan, 1.0), (1.0, math.nan))}
+    assert all("[0, 2]" in w for ci, w in words.items() if not any(map(math.isnan, ci)))
+    assert "wholly within the claimed region [0, 2]" in words[(0.5, 1.5)]
+    assert "wholly above the claimed region [0, 2]" in words[(2.01, 3.0)]
+    assert "wholly below the claimed region [0, 2]" in words[(-3.0, -0.01)]
+    assert "overlaps the claimed region [0, 2]" in words[(1.5, 2.5)]
+    assert "is undefined" in words[(math.nan, 1.0)] and "is undefined" in words[(1.0, math.nan)]
+
+
+@pytest.mark.parametrize(("lower", "upper"), [(2.0, 1.0), (math.nan, 1.0), (0.0, math.nan)])
+def test_decide_interval_rejects_bad_region(lower: float, upper: float) -> None:
+    with pytest.raises(ValueError, match=r"the claimed region \[.*\] is not an interval"):
+        decide_interval((0, 1), lower, upper, 0.5, "x", 0.95)
 
 
 def test_cox_separated_arms_are_inconclusive() -> None:

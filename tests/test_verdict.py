@@ -27,6 +27,13 @@ def check(ci: tuple[float, float], threshold: float, direction: str) -> Verdict:
 # --- decide() directly ----------------------------------------------------------------------
 
 
+def test_decide_rejects_a_bad_direction_or_threshold_with_what_it_expected() -> None:
+    with pytest.raises(ValueError, match="direction must be 'less' or 'greater', not 'lower'"):
+        decide((0.1, 0.2), 0.8, "lower", 0.5, LABEL, 0.95)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^threshold must be a number, not NaN$"):
+        decide((0.1, 0.2), math.nan, "less", 0.5, LABEL, 0.95)
+
+
 @pytest.mark.parametrize(
     ("ci", "expected"),
     [
