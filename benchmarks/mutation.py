@@ -84,9 +84,11 @@ def module_of(mutant: str) -> str:
 
 
 def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float | None) -> float:
-    unknown = sorted(set(equiv) - set(status))
+    mutated = set(core_modules())
+    unknown = sorted(n for n in set(equiv) - set(status) if module_of(n) in mutated)
     if unknown:
         raise SystemExit(f"{EQUIVALENT.name} lists mutants this run does not have: {unknown}")
+    equiv = {n: why for n, why in equiv.items() if n in status}  # of the modules mutated now
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
     for name, st in status.items():
         by_module[module_of(name)]["equivalent" if name in equiv else st] += 1

@@ -90,7 +90,12 @@ def _number(v: Any) -> float | None:
 
 def _window_mean(result: dict[str, Any], name: str, start: int, end: int) -> float | None:
     values = [v for step, v in _points(result, name) if start <= step <= end and v is not None]
-    return math.fsum(values) / len(values) if values else None
+    if not values:
+        return None
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # finite values whose sum exceeds the float range (a diverging curve)
+        return math.fsum(v / len(values) for v in values)
 
 
 def curve_at(result: dict[str, Any], spec: CurveAt) -> Observation | None:
@@ -113,7 +118,10 @@ def curve_ratio(result: dict[str, Any], spec: CurveRatio) -> Observation | None:
     den = _window_mean(result, spec.denominator, spec.start, spec.end)
     if num is None or den is None or den == 0:
         return None
-    ratio = num / den
+    try:
+        ratio = num / den
+    except OverflowError:  # Python floats raise where the quotient exceeds the float range
+        return None
     return (ratio, True) if math.isfinite(ratio) else None
 
 

@@ -277,3 +277,52 @@ def test_family_run_reports_a_row_per_member(tmp_path: Path, tiny_claim: Path) -
     assert "| small |" in report and "| lr_up |" in report and "Family verdict" in report
     assert "`holm`" in report and "`claims: all`" in report and "p(support) " in report
     assert result["family"]["claims"] == "all"
+
+
+def test_family_reasons_state_their_rules_and_the_json_keeps_every_field() -> None:
+    """What a reader of the report gets: the rule with its correction and level in the reason,
+    member notes, and every field of the family in result.json."""
+    fam = combine({"a": _result(0.001, 0.99), "b": _result(0.5, 0.5)}, "holm", "all")
+    assert fam.verdict == Verdict.INCONCLUSIVE and fam.alpha_one_sided == pytest.approx(0.025)
+    assert ("claims: all; a member is supported at unadjusted one-sided p(support) <= 0.025 and "
+            "refuted at holm-adjusted p(refute) < 0.025") in fam.reason
+    out = fam.to_dict()
+    assert {k: out[k] for k in ("claims", "correction", "alpha_one_sided", "verdict")} == {
+        "claims": "all", "correction": "holm", "alpha_one_sided": pytest.approx(0.025),
+        "verdict": "INCONCLUSIVE"}
+    assert out["reason"] == fam.reason and [m["member"] for m in out["members"]] == ["a", "b"]
+    unadj = combine({"a": _result(0.001, 0.99), "b": _result(0.5, 0.5)}, "none", "any")
+    assert ("claims: any; unadjusted one-sided p against θ: p(support) <= 0.025 supports, "
+            "p(refute) < 0.025 refutes") in unadj.reason
+    bonf = combine({"a": _result(0.001, 0.99), "b": _result(0.5, 0.5)}, "bonferroni", "any")
+    assert "claims: any; bonferroni-adjusted one-sided p" in bonf.reason
+
+
+def test_member_notes_say_why_an_inconclusive_member_has_no_say() -> None:
+    no_p = _result(None, None, Verdict.INCONCLUSIVE)
+    one_p = _result(0.5, None, Verdict.INCONCLUSIVE)
+    withheld = _result(0.001, 0.99, Verdict.INCONCLUSIVE)  # its CI supports; the criterion withheld
+    plain = _result(0.04, 0.7)  # above the member's one-sided 0.025: its own CI is undecided
+    fam = combine({"a": _result(0.001, 0.99), "np": no_p, "op": one_p, "w": withheld,
+                   "pl": plain}, "none", "any")
+    # withheld on either side, and at p(support) 0.02 (below 0.025, the 95% member's level)
+    for name, member in (("r", _result(0.99, 0.001, Verdict.INCONCLUSIVE)),
+                         ("s", _result(0.02, 0.9, Verdict.INCONCLUSIVE))):
+        one = combine({name: member}, "none", "any")
+        assert f"{name} (verdict withheld by its criterion: see its reason)" in one.reason
+    # np: no p; op: one p missing; w: its CI supports but its criterion withheld; pl: no note
+    assert ("inconclusive for np (no p against θ), op (verdict withheld by its criterion: see "
+            "its reason), w (verdict withheld by its criterion: see its reason), pl (claims: any"
+            ) in fam.reason
+    # a member without p's enters the correction as p = 1 and keeps None
+    holm = combine({"a": _result(0.01, 0.99), "np": no_p}, "holm", "any")
+    assert [m.p_support_adj for m in holm.members] == [pytest.approx(0.02), None]
+    # a 90% member: its own level is 0.05, so p(support) 0.04 is its CI's SUPPORTED
+    r90 = dataclasses.replace(_result(0.04, 0.9, Verdict.INCONCLUSIVE), ci_level=0.90)
+    fam90 = combine({"x": r90}, "none", "any")
+    assert "x (verdict withheld by its criterion" in fam90.reason
+
+
+def test_combine_names_what_a_family_can_claim() -> None:
+    with pytest.raises(ValueError, match="a family claims 'all' or 'any', not 'each'"):
+        combine({"a": _result(0.001, 0.99)}, "holm", "each")

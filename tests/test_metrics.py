@@ -86,6 +86,8 @@ def test_curve_ratio_divides_window_means_each_over_its_own_steps() -> None:
     {"a": ([0, 100], [1.0, 2.0]), "b": ([0, 100], [1.0, -1.0])},   # denominator mean 0
     {"a": ([0, 100], [None, None]), "b": ([0, 100], [1.0, 1.0])},  # numerator undefined
     {"a": ([0, 100], [1.0, 1.0]), "b": ([500], [1.0])},            # denominator undefined
+    {"a": ([0, 100], [1e308, 1e308]), "b": ([0, 100], [1e-10, 1e-10])},  # quotient overflows
+    {"a": ([0, 100], [1.5e308, 1.7e308]), "b": ([0, 100], [1e-300, 1e-300])},  # huge mean
 ])
 def test_curve_ratio_undefined(curves: dict[str, Any]) -> None:
     spec = metric(name="curve_ratio", numerator="a", denominator="b", start=0, end=100)
@@ -205,3 +207,34 @@ def test_extra_metrics_are_read_for_the_same_seeds_under_their_labels() -> None:
     assert sample.extra[label][0] == -1.5 and math.isnan(sample.extra[label][1])
     assert sample.extra[label + ".observed"].tolist() == [True, False]
     assert np.array_equal(sample.observed, [True, False])
+
+
+def test_a_curve_whose_steps_and_values_differ_in_length_is_an_error() -> None:
+    """A damaged record must not be read by silently dropping the unmatched points."""
+    spec = metric(name="curve_mean", curve="val_loss", start=0, end=100)
+    with pytest.raises(ValueError):
+        observe(spec, result({"val_loss": ([0, 50, 100], [1.0, 2.0])}))
+
+
+def test_left_out_seeds_are_counted_per_reason_and_extra_arrays_are_typed() -> None:
+    """Two diverged seeds count 2 under one reason; a further metric's values are floats (NaN
+    where undefined) and its observed flags booleans, even when every value is a whole step."""
+    records = [record(0, {}, val_step=300, train_step=100),
+               record(1, {}, diverged=True, diverged_step=40),
+               record(2, {}, diverged=True, diverged_step=60),
+               record(3, {}, val_step=500, train_step=200)]
+    x = metric(name="train_threshold_step")
+    sample = arm_sample("a", records, metric(name="val_threshold_step", on_diverged="exclude"),
+                        [x])
+    assert sample.excluded == {"diverged": 2} and sample.seeds == (0, 3)
+    assert sample.extra[x.label()].dtype == np.float64
+    assert sample.extra[x.label()].tolist() == [100.0, 200.0]
+    assert sample.extra[x.label() + ".observed"].dtype == np.bool_
+
+
+def test_a_window_mean_of_huge_finite_values_is_finite_not_a_crash() -> None:
+    """Their sum overflows a float; the mean does not (a curve diverging towards 1e308 must give a
+    number or an undefined value, never an OverflowError that stops the run)."""
+    spec = metric(name="curve_mean", curve="val_loss", start=0, end=100)
+    assert observe(spec, result({"val_loss": ([0, 100], [1.5e308, 1.7e308])})) == (
+        pytest.approx(1.6e308), True)
