@@ -325,6 +325,9 @@ def statistic_of(values: np.ndarray, statistic: Statistic) -> float:
     return float(STATISTICS[statistic](np.asarray(values, dtype=float), axis=-1))
 
 
+EXPANDED_LEVEL_RULE = "Hesterberg's expanded level 1 - 2 Phi(-sqrt(n/(n-1)) t_(n-1, 1-alpha/2))"
+
+
 def expanded_level(ci_level: float, n: int) -> float:
     """Hesterberg's (2015) expanded bootstrap level for `n` seeds:
     ``1 - 2 Phi(-sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2})`` with ``alpha = 1 - ci_level``. It
@@ -372,8 +375,7 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
                                "bootstrap_seed": int(seed), "ci_method": "BCa"}
     if expand:
         details.update(bootstrap_level=level, bootstrap_level_rule=(
-            "Hesterberg's expanded level 1 - 2 Phi(-sqrt(n/(n-1)) t_(n-1, 1-alpha/2)), "
-            "n = smallest arm, for the stated CI level with few seeds"))
+            f"{EXPANDED_LEVEL_RULE}, n = smallest arm, for the stated CI level with few seeds"))
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     bca = not (math.isnan(low) or math.isnan(high))
     if not bca:

@@ -43,6 +43,7 @@ from grokverify.catalog.criteria import (
 )
 from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
 from grokverify.stats.common import (
+    EXPANDED_LEVEL_RULE,
     Frame,
     Pairing,
     arm_row,
@@ -264,10 +265,7 @@ def bootstrap_median_effect(
     and p_refute = share of lower ends at or below it; for ``greater``, p_support = share of lower
     ends below it and p_refute = share of upper ends at or above it.
     """
-    if base.n == 0 or treat.n == 0:
-        raise ValueError("both arms need at least one seed")
-    if paired and base.n != treat.n:
-        raise ValueError("a paired bootstrap needs aligned arms of equal length")
+    _check_arms(base, treat, paired)
     base_idx, treat_idx = _draw_indices(base, treat, n_boot, seed, paired)
     base_medians, base_max = _resampled_medians(base, base_idx)
     treat_medians, treat_max = _resampled_medians(treat, treat_idx)
@@ -281,10 +279,7 @@ def bootstrap_median_effect(
     base_med = km_median(base.values, base.observed)[0]
     treat_med = km_median(treat.values, treat.observed)[0]
     details = {
-        "bootstrap": ("percentile, seed indices resampled with replacement jointly across the "
-                      "two arms (each resampled seed keeps its time and censoring in both)"
-                      if paired else
-                      "percentile, stratified by arm, seeds resampled with replacement"),
+        "bootstrap": _RESAMPLING[paired],
         "quantile_method": "inverted_cdf (order statistics; infinite bounds kept)",
         "unreached_median_bounds": "a resample's KM median that is not reached lies in "
                                    "[largest time of that resample, inf): CI low from the "
@@ -302,6 +297,20 @@ def bootstrap_median_effect(
     }
     details.update(_bootstrap_p(lows, highs, region))
     return median_effect(base_med, treat_med, effect), ci, details
+
+
+# how both survival bootstraps (median, RMST) resample, by `paired`
+_RESAMPLING = {True: "percentile, seed indices resampled with replacement jointly across the "
+                     "two arms (each resampled seed keeps its time and censoring in both)",
+               False: "percentile, stratified by arm, seeds resampled with replacement"}
+
+
+def _check_arms(base: ArmSample, treat: ArmSample, paired: bool) -> None:
+    """What both survival bootstraps need of their arms."""
+    if base.n == 0 or treat.n == 0:
+        raise ValueError("both arms need at least one seed")
+    if paired and base.n != treat.n:
+        raise ValueError("a paired bootstrap needs aligned arms of equal length")
 
 
 def _draw_indices(base: ArmSample, treat: ArmSample, n_boot: int, seed: int,
@@ -367,18 +376,12 @@ def bootstrap_rmst_effect(
     (`bca_p_values` with z0 = a = 0 and the expansion's t), so SUPPORTED <=> p_support <=
     alpha/2. Fewer than 2 seeds in an arm give no CI.
     """
-    if base.n == 0 or treat.n == 0:
-        raise ValueError("both arms need at least one seed")
-    if paired and base.n != treat.n:
-        raise ValueError("a paired bootstrap needs aligned arms of equal length")
+    _check_arms(base, treat, paired)
     estimate = median_effect(rmst(base.values, base.observed, tau),
                              rmst(treat.values, treat.observed, tau), effect)
     n = min(base.n, treat.n)
     details: dict[str, Any] = {
-        "bootstrap": ("percentile, seed indices resampled with replacement jointly across the "
-                      "two arms (each resampled seed keeps its time and censoring in both)"
-                      if paired else
-                      "percentile, stratified by arm, seeds resampled with replacement"),
+        "bootstrap": _RESAMPLING[paired],
         "quantile_method": "linear interpolation",
         "n_boot": int(n_boot),
         "bootstrap_seed": int(seed),
@@ -396,9 +399,8 @@ def bootstrap_rmst_effect(
           if kept.size else (math.nan, math.nan))
     details.update({
         "bootstrap_level": level,
-        "bootstrap_level_rule": ("Hesterberg's expanded level 1 - 2 Phi(-sqrt(n/(n-1)) "
-                                 "t_(n-1, 1-alpha/2)), n = seeds of the smaller arm (pairs when "
-                                 "paired)"),
+        "bootstrap_level_rule": f"{EXPANDED_LEVEL_RULE}, n = seeds of the smaller arm (pairs "
+                                "when paired)",
         "n_undefined_resamples": int(effects.size - kept.size),
         "n_extended_resamples": int(sum(_ends_censored_before(a, idx, tau).sum()
                                         for a, idx in ((base, base_idx), (treat, treat_idx)))),

@@ -7,7 +7,10 @@ import hashlib
 import json
 from typing import Any
 
+from grokverify.engine import numerics
+from grokverify.engine.version import RESULTS_VERSION
 from grokverify.spec import ExperimentSpec
+from grokverify.store import torch_version
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 TOY = {"op": "add", "p": 6, "modular": False, "unordered": True, "train_frac": 0.6}
@@ -67,3 +70,12 @@ def summary_of(result: dict[str, Any]) -> dict[str, Any]:
     return {"train_step": result["summary"]["train_step"],
             "val_step": result["summary"]["val_step"],
             "final_train_loss": loss[-1].hex() if loss and loss[-1] is not None else None}
+
+
+def pinned_environment() -> dict[str, Any] | None:
+    """What golden values are made under and stored with (results version, torch, numerics);
+    None under GROKVERIFY_NUMERICS=native, since they are made with the pinned numerics only."""
+    if numerics.native():
+        return None
+    return {"results_version": RESULTS_VERSION, "torch": torch_version(),
+            "numerics": numerics.PINNED}

@@ -13,21 +13,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from cases import CASES, SEEDS, digest, experiment, summary_of  # noqa: E402
+from cases import CASES, SEEDS, digest, experiment, pinned_environment, summary_of  # noqa: E402
 
 import grokverify  # noqa: E402,F401  (pins the numerics first)
-from grokverify.engine import numerics  # noqa: E402
 from grokverify.engine.loop import train_seeds  # noqa: E402
 from grokverify.engine.version import RESULTS_VERSION  # noqa: E402
-from grokverify.store import torch_version  # noqa: E402
 
 
 def main() -> int:
-    if numerics.native():
+    env = pinned_environment()
+    if env is None:
         print("golden records are made with the pinned numerics: unset GROKVERIFY_NUMERICS")
         return 2
-    out = {"results_version": RESULTS_VERSION, "torch": torch_version(),
-           "numerics": numerics.PINNED, "seeds": SEEDS, "cases": {}}
+    out = {**env, "seeds": SEEDS, "cases": {}}
     for name in CASES:
         results = train_seeds(experiment(name), SEEDS)
         out["cases"][name] = {str(r["seed"]): {"digest": digest(r), **summary_of(r)}

@@ -15,12 +15,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from cases import pinned_environment  # noqa: E402
 from claim_cases import CLAIMS, pinned_of, run_claim  # noqa: E402
 
 from grokverify.cli import main  # noqa: E402
-from grokverify.engine import numerics  # noqa: E402
-from grokverify.engine.version import RESULTS_VERSION  # noqa: E402
-from grokverify.store import torch_version  # noqa: E402
 
 CHECKED = (
     "Per-seed threshold steps: each seed of golden_fit retrained with tests/reference.py's plain "
@@ -34,11 +32,11 @@ CHECKED = (
 
 
 def main_() -> int:
-    if numerics.native():
+    env = pinned_environment()
+    if env is None:
         print("golden claims are made with the pinned numerics: unset GROKVERIFY_NUMERICS")
         return 2
-    out = {"results_version": RESULTS_VERSION, "torch": torch_version(),
-           "numerics": numerics.PINNED, "checked": CHECKED, "claims": {}}
+    out = {**env, "checked": CHECKED, "claims": {}}
     for name, path in CLAIMS.items():
         with tempfile.TemporaryDirectory() as tmp:
             out["claims"][name] = pinned_of(run_claim(main, path, Path(tmp)))
