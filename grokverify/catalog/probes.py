@@ -13,10 +13,17 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from grokverify.catalog.limits import MAX_STEPS
-from grokverify.specbase import Int, StrictModel
+from grokverify.catalog.limits import MAX_P, MAX_STEPS
+from grokverify.specbase import Float, Int, StrictModel
 
 Role = Literal["E", "W"]
+RankOf = Literal["E", "W", "EW"]
+
+
+def _each_once(v: list[str]) -> list[str]:
+    if len(set(v)) != len(v):
+        raise ValueError(f"each role once, got {v}")
+    return v
 
 
 class ProbeSpec(StrictModel):
@@ -42,9 +49,7 @@ class SigmaMaxSpec(ProbeSpec):
     @field_validator("of")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"each role once, got {v}")
-        return v
+        return _each_once(v)
 
     def curves(self) -> list[str]:
         return [f"sigma_max.{role}" for role in self.of]
@@ -67,7 +72,68 @@ class GradNormRatioSpec(ProbeSpec):
         return ("E", "W")
 
 
+class RankSpec(ProbeSpec):
+    """Numerical ranks of E, W and EW (paper 1's Appendix C tracks the ranks of E, W and EW): the
+    count of singular values > rtol · σmax of the same matrix (numpy's `matrix_rank` with
+    tol = rtol · σmax).
+
+    E is the whole embedding table (V × d; for embed_mlp its op and "=" rows too), W the first
+    Linear's weight (hidden × n·d: it reads n token embeddings, concatenated for embed_mlp,
+    n = 4; summed for toy_sum, n = 1). EW is the map from a one-hot token to the first layer's
+    pre-activation, one block per input position: [E W_1ᵀ | ... | E W_nᵀ] (V × n·hidden), W_j
+    the hidden × d columns of W that read position j (toy_sum: E Wᵀ).
+
+    Default rtol = 1e-3: above float32 rounding of the trained parameters (numpy's own rule for
+    float32 data, eps₃₂ · max(m, n), is ≤ 2.5e-4 at paper 1's sizes), so rounding never counts as
+    rank, yet a direction a thousand times weaker than the leading one still counts while weight
+    decay shrinks it."""
+
+    name: Literal["rank"]
+    of: list[RankOf] = Field(default_factory=lambda: ["E", "W", "EW"], min_length=1,
+                             description="matrices: E (embedding), W (first weight matrix), "
+                                         "EW (their product, per input position)")
+    rtol: Float = Field(1e-3, gt=0, lt=1,
+                        description="singular values > rtol · σmax count towards the rank")
+
+    @field_validator("of")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        return _each_once(v)
+
+    def curves(self) -> list[str]:
+        return [f"rank.{m}" for m in self.of]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return tuple(r for r in ("E", "W") if any(r in m for m in self.of))
+
+
+class FourierShareSpec(ProbeSpec):
+    """The share of E's spectral power in its k strongest Fourier frequencies (paper 1's
+    Appendix C: a DFT of E). The DFT runs along the token axis over the p number tokens only
+    (rows 0..p-1 of E, which every model indexes by value; embed_mlp's op and "=" rows are
+    left out); a frequency's power is |F|² summed over the embedding dimensions. Frequencies f
+    and p - f carry the same power for a real E and count as one frequency with their summed
+    power (p/2, for an even p, is its own pair), so there are p // 2 frequencies besides DC.
+    DC (the mean embedding, the same for every token) is left out of the top-k and of the total
+    unless exclude_dc is false, when it competes as one more frequency. When k is at least the
+    number of frequencies the share is 1; when there is no power to share (E zero or, DC left
+    out, the same for every number token up to rounding: < 1e-24 of its power), NaN."""
+
+    name: Literal["fourier_share"]
+    k: Int = Field(ge=1, le=MAX_P // 2, description="frequencies in the top set")
+    exclude_dc: bool = Field(True, description="leave frequency 0 (the mean) out of top-k and "
+                                               "total")
+
+    def curves(self) -> list[str]:
+        return ["fourier_share.E"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E",)
+
+
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "sigma_max": SigmaMaxSpec,
     "grad_norm_ratio": GradNormRatioSpec,
+    "rank": RankSpec,
+    "fourier_share": FourierShareSpec,
 }
