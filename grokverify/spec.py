@@ -1,7 +1,8 @@
 """The claim spec: pydantic models of a claim file, and the loader that resolves its arms.
 
 A claim has a `base` experiment, named `arms` (partial overrides, deep-merged over the base) and
-named `scales` (overrides of the base, and optionally of single arms). Every scale × arm is
+named `scales` (overrides of the base, and optionally of single arms); a `grid` adds arms (or
+family members) for a sweep (`grokverify.grid`) before anything else is read. Every scale × arm is
 resolved and validated at load time, so a claim that loads is a claim that can run, and every
 error names the file, the YAML line, the field path and what was expected.
 """
@@ -30,6 +31,7 @@ from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
 from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
 from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
 from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
+from grokverify.grid import GridSpec
 from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
@@ -189,6 +191,9 @@ class ExperimentSpec(StrictModel):
                     raise ValueError(
                         f"{item.name} needs {ROLE_WORDS[role]} ({role}), which model "  # type: ignore[attr-defined]
                         f"{self.model.kind!r} does not have (it has: {', '.join(roles)})")
+        for probe in self.probes:
+            if why := probe.misfit(self.task.p):
+                raise ValueError(why)
         names = [p.name for p in self.probes]  # type: ignore[attr-defined]
         if len(set(names)) != len(names):
             raise ValueError(f"each probe once (got {names}); one probe records all its curves")
@@ -300,6 +305,9 @@ class Claim(StrictModel):
     criterion: CriterionSpec
     family: FamilySpec | None = Field(
         None, description="run the comparison once per member and combine the verdicts")
+    grid: GridSpec | None = Field(
+        None, description="a sweep over one or two settings, expanded into named arms or "
+                          "family members (grokverify.grid)")
     notes: str = ""
 
     @field_validator("scales")
@@ -425,6 +433,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     if not isinstance(data, dict):
         raise SpecError([Problem(file, lines.line_of(()), "",
                                  f"expected a mapping of claim fields, got a {_kind(data)}")])
+    data = _expand_grid(data, file, lines)
     try:
         claim = Claim.model_validate(data)
     except ValidationError as exc:
@@ -472,6 +481,53 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     if problems:
         raise SpecError(problems)
     return loaded
+
+
+def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, Any]:
+    """`data` with the grid's entries added to its arms or family members (each the grid's
+    base, then each axis's setting, deep-merged)."""
+    if not isinstance(data.get("grid"), dict):
+        return data
+    try:
+        grid = GridSpec.model_validate(data["grid"])
+    except ValidationError as exc:  # alone: the arms it would have made are not missing
+        raise SpecError(_problems(exc, file, lines, data["grid"], GridSpec, ("grid",))) from None
+    data = copy.deepcopy(data)
+    if grid.into == "arms":
+        where: Path_ = ("arms",)
+        table = data.setdefault("arms", {})
+    elif isinstance(data.get("family"), dict):
+        where = ("family", "members")
+        table = data["family"].setdefault("members", {})
+    else:
+        raise SpecError([Problem(file, lines.line_of(("grid", "into")), "grid.into",
+                                 "a grid into members needs a family: section (claims, "
+                                 "correction) to put them in")])
+    if not isinstance(table, dict):
+        return data  # the claim's validation says what is wrong with it
+    taken = [name for name in grid.entries() if name in table]
+    if taken:
+        raise SpecError([Problem(file, lines.line_of(("grid", "name")), "grid.name",
+                                 f"the grid generates {', '.join(map(repr, taken))}, which "
+                                 f"{dotted(where)} already has")])
+    for name, settings in grid.entries().items():
+        merged = copy.deepcopy(grid.base)
+        for partial in settings:
+            merged = deep_merge(merged, partial)
+        table[name] = merged
+        # a problem in a generated entry points at the grid: its name, and each axis's value
+        lines.lines[(*where, name)] = lines.line_of(("grid", "name")) or 1
+        for (axis_name, axis), partial in zip(grid.axes.items(), settings, strict=True):
+            value = _leaf(partial)
+            at = ("grid", "axes", axis_name, "values", axis.values.index(value))
+            lines.lines[(*where, name, *axis.path.split("."))] = lines.line_of(at) or 1
+    return data
+
+
+def _leaf(tree: Any) -> Any:
+    while isinstance(tree, dict):
+        (tree,) = tree.values()
+    return tree
 
 
 def _batch_problems(loaded: LoadedClaim) -> list[Problem]:

@@ -45,6 +45,8 @@ def format_number(x: float) -> str:
         return "nan"
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
+    if x == 0:  # -0.0 too: "r <= -0" reads as a different claim
+        return "0"
     if abs(x) >= 100:
         return f"{x:.0f}"
     return f"{x:.3g}"

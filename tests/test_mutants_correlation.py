@@ -244,8 +244,16 @@ def test_constant_x_and_y_are_both_named() -> None:
     assert res.verdict == Verdict.INCONCLUSIVE
     assert res.reason.startswith("No verdict is possible: val_threshold_step and "
                                  "train_threshold_step ")
-    assert res.reason.endswith(" constant over the 5 seeds of arm 'a', so the correlation is "
-                               "undefined.")
+    assert res.reason.endswith(" are constant over the 5 seeds of arm 'a', so the correlation "
+                               "is undefined.")
+
+
+def test_one_constant_metric_reads_is() -> None:
+    """One metric constant: named alone, with a singular verb."""
+    res = run({}, time_arm([5, 6, 7, 8, 9], [7, 7, 7, 7, 7]))
+    assert res.verdict == Verdict.INCONCLUSIVE
+    assert res.reason == ("No verdict is possible: train_threshold_step is constant over the 5 "
+                          "seeds of arm 'a', so the correlation is undefined.")
 
 
 def test_missing_arm_is_a_wiring_error_naming_the_criterion() -> None:

@@ -271,6 +271,8 @@ def test_zero_spread_sample_is_exact(values: list[float], verdict: Verdict, p_su
     assert res.verdict == verdict
     assert (res.p_support, res.p_refute) == (p_support, p_refute)
     assert (res.details["p_support"], res.details["p_refute"]) == (p_support, p_refute)
+    # the label says the TOST p is the same as p(support): so it is, not a missing value
+    assert res.p_value == p_support
 
 
 def test_zero_spread_paired_differences_at_the_margins() -> None:

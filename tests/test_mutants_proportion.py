@@ -88,10 +88,8 @@ def test_observed_outcome_clopper_pearson_greater() -> None:
     res = run({"arm": "a", "direction": "greater", "threshold": 0.4}, a)
     out = res.to_dict()
     low, high = clopper_pearson(8, 10, 0.95)
-    # the effect label reads "share of a seeds with reached the threshold ...": only the
-    # numbers of the reason and its ending are pinned here, not that awkward phrase
     reason, label = out.pop("reason"), out.pop("effect_label")
-    assert label.startswith("share of a seeds with ")
+    assert label == "share of a seeds that reached the threshold within the budget"
     assert reason.startswith(f"The 95% CI of the {label}, [0.444, 0.975], lies wholly at or above "
                              "0.4, the boundary of the claimed effect (point estimate 0.8)")
     assert reason.endswith("(point estimate 0.8), from 8 of 10 seeds.")

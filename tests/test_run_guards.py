@@ -123,6 +123,10 @@ def _console_script() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "grokverify.cli"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(tmp_path: Path, executor: str, sig: signal.Signals) -> tuple[int, str, str]:
     """Start a long run, wait until it trains, send `sig`; (exit code, stdout, stderr)."""
     cmd = [*_console_script(), "run", str(_long_claim(tmp_path)), "--executor", executor,
@@ -130,8 +134,11 @@ def _interrupt(tmp_path: Path, executor: str, sig: signal.Signals) -> tuple[int,
            "--reports", str(tmp_path / "reports")]
     log = tmp_path / "out.txt"
     with log.open("w") as out:
+        # Ctrl-C's SIGINT as in a terminal: a parent that ignores SIGINT (a test runner's
+        # worker, a background job of a script) passes that on, and Python then keeps ignoring it
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "COLUMNS": "200"})
+                                env={**os.environ, "COLUMNS": "200"},
+                                preexec_fn=_default_sigint)
         deadline = time.monotonic() + 120
         while "to train on" not in log.read_text() and time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""

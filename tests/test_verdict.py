@@ -97,6 +97,8 @@ def test_format_number() -> None:
     assert [format_number(x) for x in (INF, -INF, math.nan)] == ["inf", "-inf", "nan"]
     assert format_number(12345.6) == "12346"
     assert format_number(0.41234) == "0.412"
+    # a negative zero (a region "r <= -0.0") prints as the zero it is
+    assert [format_number(-0.0), format_number(0.0)] == ["0", "0"]
     assert format_ci((-1500.0, 0.5)) == "[-1500, 0.5]"
 
 

@@ -13,7 +13,9 @@ needs are checked separately, against `grokverify.budget.Limits`.
 | MAX_WIDTH        | 65,536  | model widths: d, hidden, emb_dim, target_dim                      |
 | MAX_STEPS        | 10⁷     | training.steps, eval_interval, probe every, intervention from_step, |
 |                  |         | metric steps (curve_at step, window start/end)                    |
-| MAX_BATCH        | 2²⁰     | training.batch_size (also at most the split's training pairs)     |
+| MAX_BATCH        | 2²⁰     | training.batch_size (also at most the split's training pairs),    |
+|                  |         | probe hessian_max batch                                           |
+| MAX_ITERATIONS   | 1,000   | probe hessian_max iterations (power-iteration steps)              |
 | MAX_SEEDS        | 1,000   | seeds, scales.<name>.seeds, seeds min/max/step                    |
 | MIN_N_BOOT       | 100     | criterion n_boot                                                  |
 | MAX_N_BOOT       | 100,000 | criterion n_boot                                                  |
@@ -36,6 +38,7 @@ MAX_P = 10_000
 MAX_WIDTH = 65_536
 MAX_STEPS = 10_000_000
 MAX_BATCH = 1 << 20
+MAX_ITERATIONS = 1000
 MAX_SEEDS = 1_000
 MIN_N_BOOT = 100
 MAX_N_BOOT = 100_000

@@ -9,11 +9,11 @@ step's minibatch loss taken from that state.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
-from grokverify.catalog.limits import MAX_P, MAX_STEPS
+from grokverify.catalog.limits import MAX_BATCH, MAX_ITERATIONS, MAX_P, MAX_STEPS
 from grokverify.specbase import Float, Int, StrictModel
 
 Role = Literal["E", "W"]
@@ -26,8 +26,18 @@ def _each_once(v: list[str]) -> list[str]:
     return v
 
 
+Roles = Annotated[list[Role], AfterValidator(_each_once)]
+RankOfs = Annotated[list[RankOf], AfterValidator(_each_once)]
+
+
+Reads = Literal["params", "grads", "update"]
+
+
 class ProbeSpec(StrictModel):
-    reads: ClassVar[Literal["params", "grads"]] = "params"
+    # params: the state after `step` updates; grads: the gradient of the step's minibatch loss
+    # from that state; update: the change the step's update (optimizer step and interventions)
+    # makes to the parameters from that state
+    reads: ClassVar[Reads] = "params"
     every: Int = Field(ge=1, le=MAX_STEPS,
                        description="measured at steps 0, every, 2 every, ... (the budget too "
                                    "when it is a multiple)")
@@ -38,18 +48,17 @@ class ProbeSpec(StrictModel):
     def roles_needed(self) -> tuple[str, ...]:
         raise NotImplementedError
 
+    def misfit(self, p: int) -> str | None:
+        """Why this probe cannot measure a task with p numbers (None: it can)."""
+        return None
+
 
 class SigmaMaxSpec(ProbeSpec):
     """The largest singular value of each named matrix (paper 1's σmax(E), σmax(W))."""
 
     name: Literal["sigma_max"]
-    of: list[Role] = Field(default_factory=lambda: ["E", "W"], min_length=1,
+    of: Roles = Field(default_factory=lambda: ["E", "W"], min_length=1,
                            description="roles: E (embedding), W (first weight matrix)")
-
-    @field_validator("of")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        return _each_once(v)
 
     def curves(self) -> list[str]:
         return [f"sigma_max.{role}" for role in self.of]
@@ -62,7 +71,7 @@ class GradNormRatioSpec(ProbeSpec):
     """Frobenius norms of the gradients of E and W, and their ratio ‖∇E‖/‖∇W‖ (paper 1's
     Prop. 4.1 compares it with σmax(W)/σmax(E))."""
 
-    reads: ClassVar[Literal["params", "grads"]] = "grads"
+    reads: ClassVar[Reads] = "grads"
     name: Literal["grad_norm_ratio"]
 
     def curves(self) -> list[str]:
@@ -89,16 +98,11 @@ class RankSpec(ProbeSpec):
     decay shrinks it."""
 
     name: Literal["rank"]
-    of: list[RankOf] = Field(default_factory=lambda: ["E", "W", "EW"], min_length=1,
-                             description="matrices: E (embedding), W (first weight matrix), "
-                                         "EW (their product, per input position)")
+    of: RankOfs = Field(default_factory=lambda: ["E", "W", "EW"], min_length=1,
+                        description="matrices: E (embedding), W (first weight matrix), "
+                                    "EW (their product, per input position)")
     rtol: Float = Field(1e-3, gt=0, lt=1,
                         description="singular values > rtol · σmax count towards the rank")
-
-    @field_validator("of")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        return _each_once(v)
 
     def curves(self) -> list[str]:
         return [f"rank.{m}" for m in self.of]
@@ -130,10 +134,68 @@ class FourierShareSpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ("E",)
 
+    def misfit(self, p: int) -> str | None:
+        n = p // 2 + (0 if self.exclude_dc else 1)
+        if self.k > n:
+            return (f"fourier_share: k = {self.k} exceeds the {n} frequencies of p = {p} "
+                    f"({'DC left out' if self.exclude_dc else 'DC included'}; f and p - f "
+                    "count once), so the share would be 1 whatever E is")
+        return None
+
+
+class UpdateNormSpec(ProbeSpec):
+    """Frobenius norms of the actual change of E and of W over one training step, ‖ΔE‖ and ‖ΔW‖,
+    and their ratio (paper 1, Eq. 23 and Prop. 4.1 reason with the raw SGD update -η∇; under Adam
+    the step is normalised, so ‖ΔE‖/‖ΔW‖ need not follow ‖∇E‖/‖∇W‖: the skeptic's question). The
+    change is the parameters after the step's update (the optimizer's step, weight decay
+    included, then any intervention's, e.g. a frozen E's restore) minus those before, and is
+    recorded at the step it starts from (like `grad_norm_ratio`)."""
+
+    reads: ClassVar[Reads] = "update"
+    name: Literal["update_norm"]
+
+    def curves(self) -> list[str]:
+        return ["update_norm.E", "update_norm.W", "update_norm_ratio"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E", "W")
+
+
+class HessianMaxSpec(ProbeSpec):
+    """The top eigenvalue of the training loss's Hessian restricted to E and to W (paper 1's
+    Fig. 7: λmax of the E block and of the W block), by power iteration on Hessian-vector
+    products (double backward through the plain forward), per seed.
+
+    The loss is the mean cross-entropy over a fixed set of each seed's training rows (`batch`
+    of them, drawn once per seed from its own named stream; all of them when `batch` is unset or
+    at least the training split's size), without weight decay (AdamW's is decoupled from the
+    loss). The start vector is drawn per seed from its own stream, so a seed's value does not
+    depend on the seeds batched with it. Power iteration converges to the eigenvalue of largest
+    magnitude, reported with its sign (the Rayleigh quotient of the last iterate); `.change` is
+    the relative change of that estimate over the last iteration, so a reader can see whether
+    `iterations` sufficed."""
+
+    name: Literal["hessian_max"]
+    of: Roles = Field(default_factory=lambda: ["E", "W"], min_length=1,
+                           description="blocks: E (embedding), W (first weight matrix)")
+    iterations: Int = Field(20, ge=2, le=MAX_ITERATIONS, description="power-iteration steps")
+    batch: Int | None = Field(None, ge=1, le=MAX_BATCH,
+                              description="training rows per seed the loss is taken over "
+                                          "(unset: all of them)")
+
+    def curves(self) -> list[str]:
+        return [c for role in self.of for c in (f"hessian_max.{role}",
+                                                f"hessian_max.{role}.change")]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return tuple(self.of)
+
 
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "sigma_max": SigmaMaxSpec,
     "grad_norm_ratio": GradNormRatioSpec,
     "rank": RankSpec,
     "fourier_share": FourierShareSpec,
+    "update_norm": UpdateNormSpec,
+    "hessian_max": HessianMaxSpec,
 }

@@ -9,7 +9,8 @@ evaluation, where divergence is detected and acted on.
 A step: interventions' `after_init` ran once before the optimizer was built; then per update
 `model.loss_and_grads` (forward, per-seed loss, backward weighted 1 per training seed and 0 per
 diverged or ghost seed), probes that read gradients, `optimizer.step()`, interventions'
-`after_step`, probes that read parameters. At each evaluation: accuracies and losses of every
+`after_step`, probes that read the update (the parameters now against a copy taken before the
+optimizer's step), probes that read parameters. At each evaluation: accuracies and losses of every
 seed in one forward pass per block of rows, the records, interventions' `on_eval`, probe points
 moved to the records. The loop knows no probe or intervention by name.
 
@@ -36,7 +37,7 @@ from grokverify.engine.data import Batches, SeedData
 from grokverify.engine.fast import fast_path_for
 from grokverify.engine.interventions import INTERVENTIONS, Intervention
 from grokverify.engine.optimizers import build_optimizer, reset_seed_state
-from grokverify.engine.probes import PROBES
+from grokverify.engine.probes import PROBES, ProbeContext
 from grokverify.engine.record import EVAL_CURVES, SeedRecord
 from grokverify.spec import ExperimentSpec, TrainingSpec
 
@@ -80,6 +81,7 @@ class Shard:
                             if type(iv).after_step is not Intervention.after_step]
         self._param_probes = [p for p in exp.probes if p.reads == "params"]
         self._grad_probes = [p for p in exp.probes if p.reads == "grads"]
+        self._update_probes = [p for p in exp.probes if p.reads == "update"]
         self._points: list[tuple[int, dict[str, Tensor]]] = []
         self._measure(self._param_probes, 0)
         self.model.train()
@@ -108,20 +110,30 @@ class Shard:
         self._losses.append(self.model.loss_and_grads(a, b, y, self.loss_weight))
         if self._grad_probes:
             self._measure(self._grad_probes, state)
+        before = self._before_update(state)
         self.optimizer.step()
         self.step = state + 1
         for iv in self._after_step:
             iv.after_step(self, self.step)
+        if before:
+            self._measure(self._update_probes, state, before)
         if self._param_probes:
             self._measure(self._param_probes, self.step)
 
-    def _measure(self, probes: list[Any], step: int) -> None:
+    def _before_update(self, state: int) -> dict[str, Tensor]:
+        """The parameters an update probe due at `state` compares with (empty: none due)."""
+        roles = {r for p in self._update_probes if state % p.every == 0 for r in p.roles_needed()}
+        return {r: self.model.param(self.model.role(r)).detach().clone() for r in roles}
+
+    def _measure(self, probes: list[Any], step: int,
+                 before: dict[str, Tensor] | None = None) -> None:
         due = [p for p in probes if step % p.every == 0]
         if due:
+            ctx = ProbeContext(self.data.train, before or {})
             with torch.no_grad():
                 values: dict[str, Tensor] = {}
                 for spec in due:
-                    values.update(PROBES[spec.name](self.model, spec))
+                    values.update(PROBES[spec.name](self.model, spec, ctx))
             self._points.append((step, values))
 
     # ------------------------------------------------------------ evaluation

@@ -2,13 +2,16 @@
 `grokverify.catalog.probes`). A probe is a function of the batched model and its spec returning
 {curve name: tensor (S,)}; the loop calls it at steps 0, every, 2·every, ... on the parameters
 after that many updates, or (a probe that reads gradients) on the gradient of the minibatch
-loss taken from that state, before the update. Probes only read: a run with probes trains
+loss taken from that state, before the update, or (a probe that reads the update) on the change
+the update from that state made. A `ProbeContext` carries the training rows (the Hessian
+probe's loss) and the parameters before the update. Probes only read: a run with probes trains
 exactly what a run without them trains (tests/test_probes.py). Values are float64 on the
 device; the loop moves them to the host at the next evaluation."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -16,15 +19,29 @@ from torch import Tensor
 from grokverify.catalog.probes import (
     FourierShareSpec,
     GradNormRatioSpec,
+    HessianMaxSpec,
     ProbeSpec,
     RankSpec,
     SigmaMaxSpec,
+    UpdateNormSpec,
 )
-from grokverify.engine.batched import BatchedModel
+from grokverify.engine.batched import BatchedModel, seed_view
+from grokverify.engine.streams import torch_generator
 from grokverify.registry import registrar
 
-ProbeFn = Callable[[BatchedModel, ProbeSpec], dict[str, Tensor]]
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a probe may read besides the model: each seed's training rows (S, n) and, for an
+    update probe, the parameters of its roles before the step's update."""
+
+    train: tuple[Tensor, Tensor, Tensor] | None = None
+    before: dict[str, Tensor] = field(default_factory=dict)
+
+
+ProbeFn = Callable[[BatchedModel, ProbeSpec, ProbeContext], dict[str, Tensor]]
 PROBES: dict[str, ProbeFn] = {}
+_NO_CONTEXT = ProbeContext()
 
 
 probe = registrar(PROBES, "probe")  # @probe("name"): register under its spec's name
@@ -122,21 +139,24 @@ def _grad_norm(model: BatchedModel, role: str) -> Tensor:
 
 
 @probe("sigma_max")
-def sigma_max(model: BatchedModel, spec: ProbeSpec) -> dict[str, Tensor]:
+def sigma_max(model: BatchedModel, spec: ProbeSpec,
+              ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, SigmaMaxSpec)
     return {f"sigma_max.{role}": sigma_max_of(model.param(model.role(role)))
             for role in spec.of}
 
 
 @probe("grad_norm_ratio")
-def grad_norm_ratio(model: BatchedModel, spec: ProbeSpec) -> dict[str, Tensor]:
+def grad_norm_ratio(model: BatchedModel, spec: ProbeSpec,
+                    ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, GradNormRatioSpec)
     g_e, g_w = _grad_norm(model, "E"), _grad_norm(model, "W")
     return {"grad_norm.E": g_e, "grad_norm.W": g_w, "grad_norm_ratio": g_e / g_w}
 
 
 @probe("rank")
-def rank(model: BatchedModel, spec: ProbeSpec) -> dict[str, Tensor]:
+def rank(model: BatchedModel, spec: ProbeSpec,
+         ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, RankSpec)
     out: dict[str, Tensor] = {}
     for m in spec.of:
@@ -151,8 +171,76 @@ def rank(model: BatchedModel, spec: ProbeSpec) -> dict[str, Tensor]:
 
 
 @probe("fourier_share")
-def fourier_share(model: BatchedModel, spec: ProbeSpec) -> dict[str, Tensor]:
+def fourier_share(model: BatchedModel, spec: ProbeSpec,
+                  ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, FourierShareSpec)
     # the number tokens are rows 0..p-1 of E (models index them by value; extra tokens follow)
     return {"fourier_share.E": fourier_share_of(model.param(model.role("E")), model.shape.p,
                                                 spec.k, spec.exclude_dc)}
+
+
+@probe("update_norm")
+def update_norm(model: BatchedModel, spec: ProbeSpec,
+                ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, UpdateNormSpec)
+    norms = [torch.linalg.vector_norm(
+        (model.param(model.role(r)).detach().double() - ctx.before[r].double()).flatten(1), dim=1)
+        for r in ("E", "W")]
+    return {"update_norm.E": norms[0], "update_norm.W": norms[1],
+            "update_norm_ratio": norms[0] / norms[1]}
+
+
+def _rows(model: BatchedModel, train: tuple[Tensor, Tensor, Tensor],
+          batch: int | None) -> tuple[Tensor, ...]:
+    """Each seed's `batch` training rows, the same at every probe point: a random subset from
+    the seed's own stream (train_idx is sorted, so its first rows would be the small a's)."""
+    n = train[0].shape[1]
+    if batch is None or batch >= n:
+        return train
+    pick = torch.stack([torch.randperm(n, generator=torch_generator(s, "hessian_batch"))[:batch]
+                        for s in model.members]).to(train[0].device)
+    rows = torch.arange(len(model.members), device=pick.device).view(-1, 1)
+    return tuple(t[rows, pick] for t in train)
+
+
+def hessian_max_of(model: BatchedModel, name: str, a: Tensor, b: Tensor, y: Tensor,
+                   iterations: int) -> tuple[Tensor, Tensor]:
+    """(S,) top eigenvalue (largest magnitude, signed) of each seed's Hessian of its mean loss
+    on (a, b, y) with respect to parameter `name`, by power iteration, and the relative change
+    of the estimate over the last iteration. The seeds' losses are summed: their Hessian is
+    block diagonal, so one Hessian-vector product serves every seed."""
+    leaf, shape = model.leaf(name), model.shapes[name]
+    s = shape[0]
+    with torch.enable_grad():
+        # the derived forward: a fast path's hand-written backward need not differentiate twice
+        loss = model.mean_loss(model.derived_forward(a, b), y).sum()
+        (grad,) = torch.autograd.grad(loss, leaf, create_graph=True)
+        g = seed_view(grad, shape).flatten(1)
+        v = torch.stack([torch.randn(shape[1:].numel(), generator=torch_generator(m, "hessian_v"),
+                                     dtype=torch.float64) for m in model.members])
+        v = v.to(device=g.device, dtype=g.dtype)
+        lam = prev = torch.zeros(s, dtype=torch.float64, device=g.device)
+        for _ in range(iterations):
+            v = v / torch.linalg.vector_norm(v, dim=1, keepdim=True)
+            (hv,) = torch.autograd.grad(g, leaf, grad_outputs=v, retain_graph=True)
+            hv = seed_view(hv, shape).flatten(1).detach()
+            prev, lam = lam, (v * hv).sum(dim=1).double()
+            v = hv
+    finite = torch.isfinite(lam) & torch.isfinite(model.param(name).detach()).flatten(1).all(1)
+    change = (lam - prev).abs() / lam.abs()
+    nan = torch.full_like(lam, float("nan"))
+    return torch.where(finite, lam, nan), torch.where(finite, change, nan)
+
+
+@probe("hessian_max")
+def hessian_max(model: BatchedModel, spec: ProbeSpec,
+                ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, HessianMaxSpec)
+    if ctx.train is None:
+        raise ValueError("hessian_max needs the training rows (ProbeContext.train)")
+    a, b, y = _rows(model, ctx.train, spec.batch)
+    out: dict[str, Tensor] = {}
+    for role in spec.of:
+        lam, change = hessian_max_of(model, model.role(role), a, b, y, spec.iterations)
+        out[f"hessian_max.{role}"], out[f"hessian_max.{role}.change"] = lam, change
+    return out

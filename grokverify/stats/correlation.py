@@ -136,7 +136,8 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
                                   "`censored: refuse`", rows)
     constant = [name for name, v in ((x_name, x), (y_name, y)) if np.ptp(v) == 0]
     if constant:
-        return frame.inconclusive(f"{' and '.join(constant)} is constant over the {n} seeds of "
+        verb = "is" if len(constant) == 1 else "are"
+        return frame.inconclusive(f"{' and '.join(constant)} {verb} constant over the {n} seeds of "
                                   f"arm {arm.name!r}, so the correlation is undefined", rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -121,6 +121,8 @@ def _tost(p: EquivalenceParams, data: list[ArmSample], pairing: Pairing | None) 
                       if p.usevar == "pooled" else
                       (float(cm.std_meandiff_separatevar), float(cm.dof_satt())))
         sides = _one_sided(est, se, df, tr(low), tr(upp))
+    if not se > 0:  # statsmodels gives 0/0 = nan; the exact p is the one p(support) states
+        pval = sides["p_support"]
     return back(est), (back(float(lo)), back(float(hi))), float(pval), sides
 
 

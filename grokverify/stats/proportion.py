@@ -68,8 +68,10 @@ def run_proportion(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionRe
     undetermined = int(arm.n - n)
     op = ">=" if p.direction == "greater" else "<="
     method_words = {"wilson": "Wilson score", "beta": "Clopper-Pearson"}[p.method]
-    frame = Frame(NAME, f"share of {arm.name} seeds with {_outcome_words(p)}",
-                  f"exact binomial test against {p.threshold:g} (scipy binomtest, "
+    link = "that" if p.outcome == "observed" else "with"
+    frame = Frame(NAME, f"share of {arm.name} seeds {link} {_outcome_words(p)}",
+                  f"exact binomial test against {verdict_rules.format_number(p.threshold)} "
+                  "(scipy binomtest, "
                   f"alternative={p.direction})", p.threshold,
                   f"share {op} {verdict_rules.format_number(p.threshold)}", p.ci_level,
                   {"outcome": _outcome_words(p), "ci_method": f"{method_words} "

@@ -1,0 +1,166 @@
+"""Grids of arms: a sweep written once becomes ordinary named arms (or family members) that
+criteria, families and scales refer to; a bad grid is refused at its line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grokverify.grid import GridSpec, value_name
+from grokverify.spec import load_claim
+from tests.test_spec import CLAIM, assert_bad, edit, line_no, write
+
+ARMS = """arms:
+  c1:
+    optimizer:
+      emb_lr_mult: 1
+  c10:
+    optimizer:
+      emb_lr_mult: 10
+"""
+GRID = """grid:
+  name: "c{c}"
+  axes:
+    c:
+      path: optimizer.emb_lr_mult
+      values: [1, 2, 10, 32]
+"""
+
+
+def _grid_claim(grid: str = GRID, arms: str = "") -> str:
+    return edit(CLAIM, (ARMS, arms + grid))
+
+
+def test_a_grid_generates_the_arms_a_criterion_names(tmp_path: Path) -> None:
+    """c ∈ {1, 2, 10, 32}: arms c1, c2, c10, c32, in order, each the base with its c; the
+    criterion's c1 and c10 are generated arms; scales apply to each."""
+    loaded = load_claim(write(tmp_path, _grid_claim()))
+    for scale in ("quick", "paper"):
+        arms = loaded.resolved[scale]
+        assert list(arms) == ["c1", "c2", "c10", "c32"]
+        assert [exp.optimizer.emb_lr_mult for exp in arms.values()] == [1, 2, 10, 32]
+        assert {exp.optimizer.lr for exp in arms.values()} == {0.1}
+    assert {exp.task.p for exp in loaded.resolved["quick"].values()} == {23}
+
+
+def test_two_axes_give_their_product_first_axis_slowest(tmp_path: Path) -> None:
+    grid = """grid:
+  name: "c{c}_lr{lr}"
+  axes:
+    c:
+      path: optimizer.emb_lr_mult
+      values: [1, 10]
+    lr:
+      path: optimizer.lr
+      values: [0.01, 0.3]
+  base:
+    optimizer:
+      momentum: 0.5
+"""
+    text = edit(_grid_claim(grid), ("  baseline: c1\n", "  baseline: c1_lr0.01\n"),
+                ("  treated: c10\n", "  treated: c10_lr0.01\n"))
+    arms = load_claim(write(tmp_path, text)).resolved["paper"]
+    assert list(arms) == ["c1_lr0.01", "c1_lr0.3", "c10_lr0.01", "c10_lr0.3"]
+    assert [(e.optimizer.emb_lr_mult, e.optimizer.lr) for e in arms.values()] == [
+        (1, 0.01), (1, 0.3), (10, 0.01), (10, 0.3)]
+    assert {e.optimizer.momentum for e in arms.values()} == {0.5}  # the grid's base
+
+
+def test_explicit_arms_and_a_grid_live_together(tmp_path: Path) -> None:
+    grid = GRID.replace("values: [1, 2, 10, 32]", "values: [2, 32]")
+    arms = load_claim(write(tmp_path, _grid_claim(grid, ARMS))).resolved["paper"]
+    assert list(arms) == ["c1", "c10", "c2", "c32"]
+
+
+def test_a_grid_over_the_optimizer_uses_the_claims_merge_rule(tmp_path: Path) -> None:
+    """Switching optimizer by grid keeps the shared settings and drops the old optimizer's own
+    (sgd's momentum), as an arm switching optimizer does."""
+    grid = """grid:
+  name: "{opt}"
+  axes:
+    opt:
+      path: optimizer.name
+      values: [sgd, adamw]
+"""
+    text = edit(_grid_claim(grid), ("  baseline: c1\n", "  baseline: sgd\n"),
+                ("  treated: c10\n", "  treated: adamw\n"))
+    arms = load_claim(write(tmp_path, text)).resolved["paper"]
+    assert arms["sgd"].optimizer.momentum == 0.9
+    assert arms["adamw"].optimizer.name == "adamw" and arms["adamw"].optimizer.lr == 0.1
+
+
+def test_a_grid_into_members_makes_a_family(tmp_path: Path) -> None:
+    """F1's shape: the same comparison once per SGD learning rate."""
+    grid = """family:
+  claims: all
+grid:
+  into: members
+  name: "lr{lr}"
+  axes:
+    lr:
+      path: optimizer.lr
+      values: [0.01, 0.03, 0.1, 0.3]
+"""
+    loaded = load_claim(write(tmp_path, _grid_claim(grid, ARMS)))
+    members = loaded.members("paper")
+    assert list(members) == ["lr0.01", "lr0.03", "lr0.1", "lr0.3"]
+    assert [m["c10"].optimizer.lr for m in members.values()] == [0.01, 0.03, 0.1, 0.3]
+    assert {m["c10"].optimizer.emb_lr_mult for m in members.values()} == {10}
+
+
+@pytest.mark.parametrize(("value", "name"), [
+    (1, "1"), (0.01, "0.01"), (1e-5, "1e-05"), (2e6, "2e06"), (True, "true"), ("add", "add")])
+def test_value_names(value: object, name: str) -> None:
+    assert value_name(value) == name  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(("old", "new", "anchor", "field", "fragment"), [
+    ('  name: "c{c}"\n', '  name: "c"\n', '  name: "c"', "grid.name", "must use every axis once"),
+    ('  name: "c{c}"\n', '  name: "c {c}"\n', '  name: "c {c}"', "grid.name",
+     "generates 'c 1', not a name"),
+    ("      values: [1, 2, 10, 32]\n", "      values: [1, 1.0]\n", "values: [1, 1.0]",
+     "grid.axes.c.values", "each value once"),
+    ("      values: [1, 2, 10, 32]\n", "      values: [1]\n", "values: [1]",
+     "grid.axes.c.values", "at least 2"),
+    ("      path: optimizer.emb_lr_mult\n", "      path: optimizer/lr\n", "optimizer/lr",
+     "grid.axes.c.path", "dotted field path"),
+    ("  axes:\n", "  axis:\n", "  axis:", "grid.axis", "unknown key 'axis'"),
+])
+def test_a_bad_grid_is_refused_at_its_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           old: str, new: str, anchor: str, field: str,
+                                           fragment: str) -> None:
+    text = edit(_grid_claim(), (old, new))
+    assert_bad(capsys, tmp_path, text, line_no(text, anchor), field, fragment)
+
+
+def test_a_generated_name_that_is_taken_is_refused(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    text = _grid_claim(arms=ARMS)
+    assert_bad(capsys, tmp_path, text, line_no(text, '  name: "c{c}"'), "grid.name",
+               "the grid generates 'c1', 'c10', which arms already has")
+
+
+def test_members_need_a_family(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = _grid_claim(GRID.replace("grid:\n", "grid:\n  into: members\n"), ARMS)
+    assert_bad(capsys, tmp_path, text, line_no(text, "  into: members"), "grid.into",
+               "needs a family: section")
+
+
+def test_a_generated_arm_that_does_not_validate_points_at_the_grid(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A value of the wrong kind for its field: the problem names the generated arm's field at
+    the line of the value in the grid."""
+    text = _grid_claim(GRID.replace("values: [1, 2, 10, 32]", 'values: [1, "x"]'))
+    text = edit(text, ("  treated: c10\n", "  treated: cx\n"))
+    assert_bad(capsys, tmp_path, text, line_no(text, 'values: [1, "x"]'),
+               "arms.cx.optimizer.emb_lr_mult", "Input should be a valid number (got 'x')")
+
+
+def test_grid_schema_alone() -> None:
+    spec = GridSpec.model_validate({"name": "x{a}", "axes": {"a": {"path": "task.p",
+                                                                  "values": [23, 31]}}})
+    assert spec.entries() == {"x23": [{"task": {"p": 23}}], "x31": [{"task": {"p": 31}}]}
