@@ -128,7 +128,8 @@ class OptimizerSpec(StrictModel):
 
 
 class TrainingSpec(StrictModel):
-    steps: Int = Field(gt=0, le=MAX_STEPS, description="training budget in optimizer steps")
+    steps: Int = Field(ge=0, le=MAX_STEPS, description="training budget in optimizer steps "
+                                                       "(0: the initialisation is measured)")
     batch_size: Int | None = Field(
         None, gt=0, le=MAX_BATCH,
         description="null: full batch; at most the split's training pairs (checked at load)")
@@ -140,7 +141,7 @@ class TrainingSpec(StrictModel):
 
     @model_validator(mode="after")
     def _interval_fits(self) -> TrainingSpec:
-        if self.eval_interval > self.steps:
+        if self.eval_interval > self.steps > 0:
             raise ValueError(f"eval_interval ({self.eval_interval}) exceeds steps ({self.steps})")
         return self
 
@@ -475,7 +476,8 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     if problems:
         raise SpecError(problems)
     loaded = LoadedClaim(claim, path, units, lines)
-    problems += _curve_problems(claim, units, file, lines) + _batch_problems(loaded)
+    problems += (_curve_problems(claim, units, file, lines) + _batch_problems(loaded)
+                 + _zero_step_problems(loaded))
     if not problems and limits is not None:
         problems += check(loaded, limits)
     if problems:
@@ -528,6 +530,20 @@ def _leaf(tree: Any) -> Any:
     while isinstance(tree, dict):
         (tree,) = tree.values()
     return tree
+
+
+def _zero_step_problems(loaded: LoadedClaim) -> list[Problem]:
+    """A zero-step budget records step 0 only: a time to an event would be censored at 0 for
+    every seed, so only a value metric can read it."""
+    metric = loaded.claim.metric
+    if metric.kind != "time":
+        return []
+    return loaded.unit_problems(
+        (scale, member, arm, ("training", "steps"),
+         f"a budget of 0 steps measures the initialisation only, and {metric.name!r} is a "
+         f"time to an event; read step 0 with a value metric (curve_at with step: 0, "
+         f"curve_ratio over start: 0, end: 0)")
+        for scale, member, arm, exp in loaded.experiments() if exp.training.steps == 0)
 
 
 def _batch_problems(loaded: LoadedClaim) -> list[Problem]:

@@ -247,9 +247,9 @@ IMPOSSIBLE = [
     ("    train_frac: 0.5", "    train_frac: 0.9", "  task:", "base.task",
      ["train_frac + test_frac must be <= 1"]),
     ("    steps: 1000", "    steps: 0", "    steps: 0", "base.training.steps",
-     ["greater than 0"]),
+     ["a budget of 0 steps measures the initialisation only", "time to an event"]),
     ("    steps: 1000", "    steps: -5", "    steps: -5", "base.training.steps",
-     ["greater than 0"]),
+     ["greater than or equal to 0"]),
     ("    eval_interval: 100", "    eval_interval: 5000", "  training:", "base.training",
      ["eval_interval (5000) exceeds steps (1000)"]),
     ("    val_threshold: 0.95", "    val_threshold: 1.5", "val_threshold:",
@@ -513,7 +513,8 @@ def test_error_inside_a_merged_anchor_points_at_the_anchor(
     text = edit(CLAIM, MERGED_ARMS, ("      steps: 900\n", "      steps: -9\n"))
     line = line_no(text, "steps: -9")
     for arm in ("c1", "c10"):  # c10 has the value through the merge: the same line
-        assert_bad(capsys, tmp_path, text, line, f"arms.{arm}.training.steps", "greater than 0")
+        assert_bad(capsys, tmp_path, text, line, f"arms.{arm}.training.steps",
+                   "greater than or equal to 0")
 
 
 def test_merge_key_needs_a_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
