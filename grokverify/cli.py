@@ -293,7 +293,8 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
             print(str(exc), file=sys.stderr)
             continue
         arms, scales = len(loaded.claim.arms), ", ".join(loaded.claim.scales)
-        console.print(f"[green]ok[/green] {path}: {loaded.claim.id} ({arms} arms; scales {scales})")
+        console.print(f"[green]ok[/green] {path}: {loaded.claim.id} ({arms} "
+                      f"arm{'s' if arms != 1 else ''}; scales {scales})")
     return EXIT_BAD_INPUT if failed else EXIT_OK
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from grokverify.budget import estimate
 from grokverify.execute import EXECUTORS, ExecutionError, Executor, resolve_device
 from grokverify.expand import Trial, pending_trials, plan_arms
 from grokverify.family import combine
@@ -218,14 +219,26 @@ def _round_record(run: ClaimRun, look: Look) -> dict[str, Any]:
     return out
 
 
+# About an hour of a 2-core CPU (~3e10 flop/s at these sizes): more is GPU work.
+CPU_WARN_FLOPS = 1e14
+
+
+def scale_flops(loaded: LoadedClaim, scale: str) -> float:
+    """The arithmetic of every trial of one scale, at its seed count (`budget.estimate`)."""
+    n = loaded.max_seeds(scale)
+    return float(sum(estimate(exp, n).flops for _, _, _, exp in loaded.experiments([scale])))
+
+
 def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
                              console: Console) -> None:
     """The papers' settings are sized for GPUs: on a CPU they take days, so say so up front
-    (the run goes ahead: finished seeds are stored, and it can be stopped and resumed)."""
+    (the run goes ahead: finished seeds are stored, and it can be stopped and resumed). Not
+    for a paper setting that is cheap (a property at initialisation: zero steps)."""
     if not device.startswith("cpu"):
         return
     for loaded in claims:
-        if loaded.claim.scales[scale].paper_setting:
+        if loaded.claim.scales[scale].paper_setting \
+                and scale_flops(loaded, scale) > CPU_WARN_FLOPS:
             console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: scale {scale!r} is the "
                           f"paper's setting and is sized for GPUs; on this CPU it may take days "
                           f"(the progress bar's ETA says). Use --address with a GPU cluster, or "

@@ -10,9 +10,17 @@ import pytest
 from rich.console import Console
 
 from grokverify.cli import main
-from grokverify.pipeline import RunOptions, run_claims
+from grokverify.pipeline import (
+    CPU_WARN_FLOPS,
+    RunOptions,
+    _warn_paper_scale_on_cpu,
+    run_claims,
+    scale_flops,
+)
 from grokverify.spec import load_claim
 from grokverify.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
 
 QUIET = Console(quiet=True)
 
@@ -121,20 +129,36 @@ def test_unknown_scale_fails_cleanly(tmp_path: Path, tiny_claim: Path,
     assert "no scale 'paper'" in capsys.readouterr().err
 
 
-def test_paper_scale_on_a_cpu_warns_before_training(tmp_path: Path, tiny_claim: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_cheap_paper_setting_on_a_cpu_runs_without_the_gpu_warning(
+        tmp_path: Path, tiny_claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The warning is about compute, not the label: a paper setting of seconds gets none."""
     text = tiny_claim.read_text().replace(
         "    description: test scale\n",
         "    description: test scale\n  paper:\n    description: the paper's\n"
         "    paper_setting: true\n")
     claim = tmp_path / "tiny_paper.yaml"
     claim.write_text(text)
-    for scale, warned in (("quick", False), ("paper", True)):
-        assert main(["run", str(claim), "--executor", "local", "--device", "cpu", "--seeds", "1",
-                     "--scale", scale, "--store", str(tmp_path / "s"),
-                     "--reports", str(tmp_path / "r")]) == 0
-        out = capsys.readouterr().out
-        assert ("paper's setting and is sized for GPUs" in out) is warned, out
+    assert main(["run", str(claim), "--executor", "local", "--device", "cpu", "--seeds", "1",
+                 "--scale", "paper", "--store", str(tmp_path / "s"),
+                 "--reports", str(tmp_path / "r")]) == 0
+    assert "sized for GPUs" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("claim", "scale", "device", "warned"), [
+    ("skeptic_sgd", "paper", "cpu", True),  # 50,000 steps at p = 97: GPU work
+    ("skeptic_sgd", "paper", "cuda", False),
+    ("skeptic_sgd", "quick", "cpu", False),
+    ("referee_init_sigma_ratio", "quick", "cpu", False),  # the paper's sizes, zero steps
+])
+def test_an_expensive_paper_setting_on_a_cpu_warns_before_training(
+        claim: str, scale: str, device: str, warned: bool) -> None:
+    loaded = load_claim(ROOT / "claims" / f"{claim}.yaml")
+    console = Console(record=True, width=400)
+    _warn_paper_scale_on_cpu([loaded], scale, device, console)
+    out = console.export_text()
+    assert ("scale 'paper' is the paper's setting and is sized for GPUs" in out) is warned, out
+    if warned:
+        assert scale_flops(loaded, scale) > CPU_WARN_FLOPS
 
 
 @pytest.mark.ray
