@@ -20,6 +20,7 @@ from grokverify.catalog.metrics import (
     CurveRatio,
     FinalValue,
     MetricSpec,
+    TrackingDrift,
 )
 
 Observation = tuple[float, bool]
@@ -131,6 +132,33 @@ def final_value(result: dict[str, Any], spec: FinalValue) -> Observation | None:
     return (values[-1], True) if values else None
 
 
+def tracking_drift(result: dict[str, Any], spec: TrackingDrift) -> Observation | None:
+    """Fold drift of x = (num / den) / (pred_num / pred_den) between two windows."""
+    names = spec.curves()
+    by_step = [dict(_points(result, name)) for name in names]
+    xs: dict[int, float] = {}
+    for step in sorted(set.intersection(*(set(c) for c in by_step))):
+        n, d, pn, pd = (c[step] for c in by_step)
+        if None in (n, d, pn, pd) or min(n, d, pn, pd) <= 0:  # type: ignore[type-var]
+            continue
+        try:  # Python floats raise where a quotient exceeds the float range
+            x = (n / d) / (pn / pd)  # type: ignore[operator]
+        except (OverflowError, ZeroDivisionError):
+            continue
+        if math.isfinite(x) and x > 0:
+            xs[step] = x
+    early = [x for step, x in xs.items() if spec.early_start <= step <= spec.early_end]
+    late = [x for step, x in xs.items() if spec.late_start <= step <= spec.late_end]
+    if not early or not late:
+        return None
+    try:
+        r = (math.fsum(late) / len(late)) / (math.fsum(early) / len(early))
+        drift = max(r, 1 / r)
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return (drift, True) if math.isfinite(drift) else None
+
+
 METRICS: dict[str, MetricFn] = {
     "val_threshold_step": val_threshold_step,
     "train_threshold_step": train_threshold_step,
@@ -140,6 +168,7 @@ METRICS: dict[str, MetricFn] = {
     "curve_mean": curve_mean,
     "curve_ratio": curve_ratio,
     "final_value": final_value,
+    "tracking_drift": tracking_drift,
 }
 
 

@@ -189,6 +189,46 @@ class FinalValue(ValueMetric):
                 "value); seeds without one are left out.")
 
 
+class TrackingDrift(ValueMetric):
+    """How far a ratio of two curves drifts from tracking a predicted ratio of two others over
+    training: x(t) = (numerator / denominator) / (predicted_numerator / predicted_denominator)
+    at each step where all four are recorded, finite and > 0; r = mean of x over the late
+    window / mean of x over the early window; the value is the fold drift max(r, 1/r) >= 1
+    (1: x kept its level, the ratio tracked the prediction up to a constant; 10: it moved an
+    order of magnitude, either way). Undefined when a window has no such step."""
+
+    undefined: ClassVar[str] = "undefined (no step with all four curves > 0 in a window)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("numerator", "denominator", "predicted_numerator",
+                                             "predicted_denominator")
+    name: Literal["tracking_drift"]
+    numerator: str = Field(description="a curve the experiment records, e.g. grad_norm.E")
+    denominator: str = Field(description="a curve the experiment records, e.g. grad_norm.W")
+    predicted_numerator: str = Field(description="e.g. sigma_max.W")
+    predicted_denominator: str = Field(description="e.g. sigma_max.E")
+    early_start: Int = Field(ge=0, le=MAX_STEPS, description="early window's first step")
+    early_end: Int = Field(ge=0, le=MAX_STEPS, description="early window's last step")
+    late_start: Int = Field(ge=0, le=MAX_STEPS, description="late window's first step")
+    late_end: Int = Field(ge=0, le=MAX_STEPS, description="late window's last step")
+
+    @model_validator(mode="after")
+    def _windows(self) -> TrackingDrift:
+        if self.early_end < self.early_start or self.late_end < self.late_start:
+            raise ValueError("each window's end must be >= its start")
+        if self.late_start <= self.early_end:
+            raise ValueError(f"the late window must start after the early one ends "
+                             f"(late_start {self.late_start} <= early_end {self.early_end})")
+        if len(set(self.curves())) != 4:
+            raise ValueError("the four curves must be different")
+        return self
+
+    def describe(self) -> str:
+        return (f"fold drift max(r, 1/r) of x = ({self.numerator} / {self.denominator}) / "
+                f"({self.predicted_numerator} / {self.predicted_denominator}), r = mean of x "
+                f"over steps [{self.late_start}, {self.late_end}] / its mean over "
+                f"[{self.early_start}, {self.early_end}]; seeds without a value in a window are "
+                "left out.")
+
+
 METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "val_threshold_step": ValThresholdStep,
     "train_threshold_step": TrainThresholdStep,
@@ -198,6 +238,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "curve_mean": CurveMean,
     "curve_ratio": CurveRatio,
     "final_value": FinalValue,
+    "tracking_drift": TrackingDrift,
 }
 
 AnyMetric = Annotated[
