@@ -24,15 +24,16 @@ run, repeats interleaved, medians reported:
     (c') is printed as a diagnostic (`p97_own_matmul_fraction`).
 
 Also measured, same run: the share of evaluation at the claims' quick scales (1 thread, as in a
-Ray worker), and the probes' cost: an arm trained with the sigma_max probe every 100 steps over
-the same arm without probes, interleaved, on paper 1's quick-scale shape (`probe_overhead`), plus
-a probe declared but never due after step 0 (`probes_idle_overhead`: what the probe machinery
-costs when no probe runs).
+Ray worker), and the probes' cost on claims/p1_hessian_gap_narrows.yaml's quick adam arm, each
+over the same arm without probes, interleaved: every cheap probe (sigma_max, grad_norm_ratio,
+rank, fourier_share, update_norm) every 100 steps (`probe_overhead`), the claim's block-Hessian
+probe at its declared interval and iterations (`hessian_probe_overhead`), and a probe declared
+but never due after step 0 (`probes_idle_overhead`: the probe machinery when no probe runs).
 
 All in the pinned numerics every training process uses (grokverify.engine.numerics: ATen and MKL
 on their AVX2 kernels), the peer's runs included. Timed: training steps only. Figures are
 model-steps/s = seeds x steps / s. The last line is `toy_speedup=... p97_speedup=...
-toy_roof_share=... probe_overhead=...`.
+toy_roof_share=... probe_overhead=...`; `hessian_probe_overhead=` is on the line before.
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ import torch  # noqa: E402
 from reference import PlainTrainer  # noqa: E402
 
 import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
-from grokverify.catalog.probes import SigmaMaxSpec  # noqa: E402
+from grokverify.catalog.limits import MAX_STEPS  # noqa: E402
+from grokverify.catalog.probes import (  # noqa: E402
+    FourierShareSpec,
+    GradNormRatioSpec,
+    RankSpec,
+    SigmaMaxSpec,
+    UpdateNormSpec,
+)
 from grokverify.engine.loop import SeedTrainer  # noqa: E402
 from grokverify.engine.optimizers import uses_fused  # noqa: E402
 from grokverify.spec import ExperimentSpec, load_claim  # noqa: E402
@@ -219,26 +227,41 @@ def eval_share(quick: bool, repeats: int) -> float:
     return worst
 
 
-def probe_overheads(quick: bool, repeats: int, threads: int) -> tuple[float, float]:
-    """(sigma_max every 100 steps, a probe never due after step 0): training time with the
-    probe over training time without, interleaved, on the first quick-scale arm of the claims
-    (paper 1's MLP: p = 31, d = 64, hidden 256, batch 128, 12 seeds)."""
-    label, exp, n = quick_arms(True)[0]
+def probe_overheads(quick: bool, repeats: int, threads: int) -> dict[str, float]:
+    """Training time with probes over training time without, interleaved, on claims/
+    p1_hessian_gap_narrows.yaml's quick-scale adam arm (paper 1's MLP: p = 31, d = 64, hidden
+    256, batch 128, 8 seeds): `hessian_probe_overhead` with the claim's own hessian_max probe
+    (its interval and iterations), `probe_overhead` with every cheap probe (sigma_max,
+    grad_norm_ratio, rank, fourier_share, update_norm) every 100 steps, and
+    `probes_idle_overhead` with a probe declared but never due after step 0."""
+    loaded = load_claim(REPO / "claims" / "p1_hessian_gap_narrows.yaml")
+    exp = loaded.resolved["quick"]["adam"]
+    n = int(loaded.scale_seeds("quick"))  # type: ignore[arg-type]
+    cheap = [SigmaMaxSpec(name="sigma_max", every=100),
+             GradNormRatioSpec(name="grad_norm_ratio", every=100),
+             RankSpec(name="rank", every=100), FourierShareSpec(name="fourier_share", every=100,
+                                                                k=5),
+             UpdateNormSpec(name="update_norm", every=100)]
     variants = {
-        "none": exp,
-        "sigma_max/100": exp.model_copy(
-            update={"probes": [SigmaMaxSpec(name="sigma_max", every=100)]}),
-        "idle": exp.model_copy(update={"probes": [SigmaMaxSpec(name="sigma_max", every=10**9)]}),
+        "none": exp.model_copy(update={"probes": []}),
+        "cheap/100": exp.model_copy(update={"probes": cheap}),
+        "hessian": exp,
+        "idle": exp.model_copy(
+            update={"probes": [SigmaMaxSpec(name="sigma_max", every=MAX_STEPS)]}),
     }
-    steps = 200 if quick else 1000  # a multiple of 100: each window holds the same probe points
+    (h,) = exp.probes
+    steps = 500 if quick else 1000  # a multiple of both intervals: every repeat holds the same
     rates: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(repeats):
         for name, e in variants.items():
             rates[name].append(engine_rate(e, n, steps, 1e9, threads)[0])
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print(f"probes on {label} ({n} seeds, {steps} steps a repeat): "
-          + ", ".join(f"{k} {v:.0f} model-steps/s" for k, v in med.items()))
-    return med["none"] / med["sigma_max/100"] - 1, med["none"] / med["idle"] - 1
+    print(f"probes on {loaded.claim.id}/quick/adam ({n} seeds, {steps} steps a repeat; "
+          f"hessian_max every {h.every} steps, {h.iterations} iterations, "  # type: ignore[attr-defined]
+          f"all training rows): " + ", ".join(f"{k} {v:.0f} model-steps/s" for k, v in med.items()))
+    return {"probe_overhead": med["none"] / med["cheap/100"] - 1,
+            "hessian_probe_overhead": med["none"] / med["hessian"] - 1,
+            "probes_idle_overhead": med["none"] / med["idle"] - 1}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,14 +331,17 @@ def main(argv: list[str] | None = None) -> int:
     print("evaluation share at the claims' quick scales:")
     summary["eval_share"] = eval_share(args.quick, repeats)
     print(f"eval_share={summary['eval_share']:.3f}")
-    probe, idle = probe_overheads(args.quick, repeats, args.threads)
-    print(f"probes_idle_overhead={idle:.3f} toy_fast_gain={summary['toy_fast_gain']:.2f} "
+    probes = probe_overheads(args.quick, repeats, args.threads)
+    print(f"probes_idle_overhead={probes['probes_idle_overhead']:.3f} "
+          f"hessian_probe_overhead={probes['hessian_probe_overhead']:.3f} "
+          f"toy_fast_gain={summary['toy_fast_gain']:.2f} "
           f"p97_fast_gain={summary['p97_fast_gain']:.2f} "
           f"p97_roof_fraction={summary['p97_roof_share']:.2f} "
           f"p97_own_matmul_fraction={summary['p97_own_matmul_fraction']:.2f}")
     torch.set_num_threads(threads0)
     print(f"toy_speedup={summary['toy_speedup']:.2f} p97_speedup={summary['p97_speedup']:.2f} "
-          f"toy_roof_share={summary['toy_roof_share']:.2f} probe_overhead={probe:.3f}")
+          f"toy_roof_share={summary['toy_roof_share']:.2f} "
+          f"probe_overhead={probes['probe_overhead']:.3f}")
     return 0
 
 

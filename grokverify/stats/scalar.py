@@ -321,7 +321,9 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
     time, so the median lies beyond the largest time B) and (0, inf) otherwise: the first
     refutes a region below B and leaves one reaching B or beyond INCONCLUSIVE, the second is
     INCONCLUSIVE; p_support is then 1 and p_refute 1, or the largest norm.sf(|r_i|) where
-    refuted (the smallest alpha/2 at which the CI stays undefined)."""
+    refuted (the smallest alpha/2 at which the CI stays undefined). With no event at all the KM
+    variance is 0 and proves nothing: p_refute of a region below the budget is then the exact
+    2^-n (every seed outlasting it), which refutes only when it is <= alpha/2."""
     alpha = 1.0 - ci_level
     estimate, low, high = km_median(arm.values, arm.observed, alpha=alpha)
     ci = (low, high)
@@ -329,6 +331,11 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
     largest = float(arm.values.max())
     fmt = verdict_rules.format_number
     beyond = math.isinf(estimate)
+    # no seed reached the event: every seed outlasted `largest`, which a median at or below a
+    # time t < largest makes happen with probability at most 2^-n (each seed independently);
+    # the KM variance is 0 then and proves nothing, this bound is exact
+    no_events = not arm.observed.any()
+    exact = 0.5 ** arm.n
     verdict, reason = verdict_rules.decide_interval(ci, lower, upper, estimate,
                                                     frame.effect_label, ci_level)
     if beyond and not defined:  # the table's CI (inf, inf): the median lies beyond `largest`
@@ -340,6 +347,12 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
             verdict, reason = Verdict.INCONCLUSIVE, (
                 f"{head}, and the claimed region {region} reaches that far, so the data neither "
                 "support nor refute the claim (point estimate inf).")
+        elif no_events and exact > alpha / 2:
+            verdict, reason = Verdict.INCONCLUSIVE, (
+                f"No seed reached the event by {fmt(largest)} steps, but with {arm.n} seed(s) a "
+                f"median inside the claimed region {region} leaves every seed censored with "
+                f"probability up to 2^-{arm.n} = {fmt(exact)}, more than {fmt(alpha / 2)}: too "
+                "few seeds to refute it (point estimate inf).")
         else:
             verdict, reason = Verdict.REFUTED, (
                 f"{head}, wholly above the claimed region {region}, excluding it "
@@ -358,12 +371,15 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
         details["bc_ci_undefined"] = (
             "no event time passes the test of S(t) = 1/2 at this level, so statsmodels' CI is "
             "undefined; the table's CI replaces it and the verdict comes from that; p_support "
-            "is 1 and p_refute the largest norm.sf(|r_i|) where REFUTED, else 1")
+            "is 1 and p_refute the largest norm.sf(|r_i|) where REFUTED, else 1 (with no event "
+            "at all, a region below the largest time has p_refute = 2^-n exactly)")
     result = frame.result(estimate, ci, None, verdict, reason, rows, details)
     if not defined:
         result.p_support = 1.0
-        a_max = float(q.max()) if q.size else 0.0
-        result.p_refute = a_max if verdict == Verdict.REFUTED else 1.0
+        if no_events and upper < largest:
+            result.p_refute = exact
+        else:
+            result.p_refute = float(q.max()) if verdict == Verdict.REFUTED else 1.0
         return result
     at_lower, at_upper = (_bc_sides(event_times, q, b) for b in (lower, upper))
     result.p_support = max(at_lower.ge, at_upper.le)
