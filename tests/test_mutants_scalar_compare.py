@@ -514,3 +514,21 @@ def test_km_median_prints_no_numpy_warning() -> None:
         result = value(a, target=150.0, tol=100.0, statistic="median", censored="as_budget")
     assert result.ci == (100.0, 300.0)
     assert result.verdict == Verdict.INCONCLUSIVE and coherent(result)
+
+
+@pytest.mark.parametrize(("statistic", "method", "ci_method"), [
+    ("median", "exact order-statistic CI of the median of the per-pair effects (no test)",
+     ORDER_METHOD),
+    ("mean", "bootstrap-t CI of the mean of the per-pair effects (no test)", BOOT_T_METHOD),
+])
+def test_the_paired_test_line_names_the_ci_that_is_computed(statistic: str, method: str,
+                                                            ci_method: str) -> None:
+    """Paired median and mean are one-sample problems with their own CIs (order statistics,
+    bootstrap-t), not the BCa bootstrap: the test line a reader sees says which."""
+    b = arm("b", [1, 2.5, -0.5, 3, 0, 1.5], kind="value")
+    t = arm("t", [3.5, 4, 2, 6.5, 2.5, 3], kind="value")
+    result = compare(b, t, direction="greater", statistic=statistic, effect="difference",
+                     min_effect=1.0, n_boot=200)
+    rho = sps.spearmanr(b.values, t.values).statistic
+    assert result.test == f"{method}; analysis: paired (6 pairs, within-pair correlation {rho:.3g})"
+    assert result.details["ci_method"] == f"{ci_method}, of the per-pair effects"

@@ -112,6 +112,12 @@ def _scalar_region(p: ScalarCompareParams) -> str:
 
 Estimate = tuple[float, tuple[float, float], dict[str, Any]]
 
+# the method the `test` line names: what computes the CI (`_paired_effect`), no test of no effect
+_BCA_TEST = "BCa bootstrap CI of the effect (no test)"
+_PAIRED_TEST = {"median": "exact order-statistic CI of the median of the per-pair effects "
+                          "(no test)",
+                "mean": "bootstrap-t CI of the mean of the per-pair effects (no test)"}
+
 
 def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Ratio/difference of a per-seed statistic between two arms (of per-pair effects when
@@ -119,8 +125,8 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
     p = expect_params(params, ScalarCompareParams)
     base, treat = require_arms(SCALAR, [p.baseline, p.treated], arms, ANY_KIND)
     pairing = pair_arms(base, treat, p.paired)
-    frame = Frame(SCALAR, _scalar_label(p, pairing.paired),
-                  with_analysis("BCa bootstrap CI of the effect (no test)", pairing),
+    method = _PAIRED_TEST.get(p.statistic, _BCA_TEST) if pairing.paired else _BCA_TEST
+    frame = Frame(SCALAR, _scalar_label(p, pairing.paired), with_analysis(method, pairing),
                   p.threshold, _scalar_region(p), p.ci_level,
                   {**censoring_details((base, treat), p.censored),
                    "statistic": STATISTIC_WORDS[p.statistic], **pairing.details()})
