@@ -532,3 +532,16 @@ def test_the_paired_test_line_names_the_ci_that_is_computed(statistic: str, meth
     rho = sps.spearmanr(b.values, t.values).statistic
     assert result.test == f"{method}; analysis: paired (6 pairs, within-pair correlation {rho:.3g})"
     assert result.details["ci_method"] == f"{ci_method}, of the per-pair effects"
+
+
+def test_a_paired_withheld_verdict_names_the_per_pair_statistic() -> None:
+    """Paired: what a censored seed leaves undetermined is the median of the per-pair effects
+    (the treated arm's own median is determined here), and the reason says so."""
+    b = arm("b", [400, 500, 600, 700, 800, 4000])
+    t = arm("t", [200, 260, 290, 350, 420, 1000], [1, 1, 1, 1, 1, 0])
+    result = compare(b, t, direction="less", effect="ratio", min_effect=0.2)
+    assert result.verdict == Verdict.INCONCLUSIVE
+    assert result.reason.endswith(
+        "which would support the claim, but arm 't' has 1 censored seed(s) entered at the "
+        "budget, a lower bound that leaves its median of the per-pair effects undetermined, so "
+        "no verdict is drawn.")

@@ -144,8 +144,9 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
                                            frame.effect_label, p.ci_level)
     at_risk = (_paired_at_risk(pairing, p) if pairing.paired
                else _unpaired_at_risk(base, treat, p))
-    verdict, reason, withheld = lower_bound_rule(verdict, reason, at_risk(verdict),
-                                                 p.statistic)
+    verdict, reason, withheld = lower_bound_rule(
+        verdict, reason, at_risk(verdict),
+        f"{p.statistic} of the per-pair effects" if pairing.paired else p.statistic)
     result = frame.result(estimate, ci, None, verdict, reason.rstrip(".")
                           + broken_pairs_words(pairing) + ".", rows,
                           {**boot, **lower_bound_details((base, treat), withheld)})
