@@ -216,18 +216,22 @@ def wald_p(estimate: float, se: float, boundary: float, region: Region) -> tuple
 def p_against_words(result: dict[str, Any]) -> str:
     """The p-values against θ in plain words (from `CriterionResult.to_dict`), for the reports
     to print next to the verdict: they decide it, at the CI's one-sided level."""
-    if result.get("p_support") is None or result.get("p_refute") is None:
+    p_support, p_refute = result.get("p_support"), result.get("p_refute")
+    if p_support is None and p_refute is None:
         return "p against θ: — (no estimate)"
     alpha = (1.0 - float(result["ci_level"])) / 2.0
     n_boot = (result.get("details") or {}).get("n_boot")
 
-    def shown(p: float) -> str:
-        """A bootstrap p of 0 only says that no resample crossed θ: p < 1 / n_boot."""
+    def shown(p: float | None) -> str:
+        """A bootstrap p of 0 only says that no resample crossed θ: p < 1 / n_boot. One side
+        alone is None where censored seeds make it invalid (the lower-bound rule)."""
+        if p is None:
+            return "withheld (censored seeds make it invalid)"
+        p = float(p)
         return f"< {format_number(1 / n_boot)}" if p == 0 and n_boot else f"= {format_number(p)}"
 
-    return (f"p(support) {shown(float(result['p_support']))}, p(refute) "
-            f"{shown(float(result['p_refute']))} against θ, the boundary of the claimed "
-            f"region (one-sided; each decides at {alpha:.4g})")
+    return (f"p(support) {shown(p_support)}, p(refute) {shown(p_refute)} against θ, the "
+            f"boundary of the claimed region (one-sided; each decides at {alpha:.4g})")
 
 
 @dataclass(frozen=True)
