@@ -134,14 +134,18 @@ def _read_lock(path: Path) -> _Lock | None:
 
 def _judge_stale(lock: _Lock) -> bool:
     """A lock left by a dead process on this host (a crash, a SIGKILL) is stale; one from another
-    host, or one we cannot read, is honoured until it is STALE_AFTER_S old. A lock that is not
-    JSON was half written by an older grokverify whose writer died (locks are now created whole)."""
+    host, one we cannot read, or one naming no usable pid is honoured until it is STALE_AFTER_S
+    old. A lock that is not JSON was half written by an older grokverify whose writer died (locks
+    are now created whole)."""
     if lock.body is None:
         return time.time() - lock.mtime > STALE_AFTER_S
     try:
         owner = json.loads(lock.body)
-        if owner.get("host") == platform.node():
-            return not _pid_alive(int(owner.get("pid", -1)))
+        pid = owner.get("pid")
+        # a pid <= 0 (or none) names no one process: os.kill(0 or -1, 0) would ask about a
+        # whole group and always answer "alive", so such a lock is judged by its age
+        if owner.get("host") == platform.node() and isinstance(pid, int) and pid > 0:
+            return not _pid_alive(pid)
     except (ValueError, AttributeError, TypeError):
         return True
     return time.time() - lock.mtime > STALE_AFTER_S
