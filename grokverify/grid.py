@@ -17,6 +17,7 @@ named as Python's `g` format writes it (0.01 -> "0.01", 1e-05 -> "1e-05"; a "+" 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any, Literal
 
@@ -31,8 +32,9 @@ Value = bool | Int | Float | str
 
 class GridAxis(StrictModel):
     path: str = Field(description="dotted field of the experiment, e.g. optimizer.lr")
-    values: list[Value] = Field(min_length=2, max_length=64,
-                                description="the settings, each becoming one entry")
+    values: list[Any] = Field(min_length=2, max_length=64,
+                              description="the settings (numbers, strings or true/false), each "
+                                          "becoming one entry")
 
     @field_validator("path")
     @classmethod
@@ -43,7 +45,14 @@ class GridAxis(StrictModel):
 
     @field_validator("values")
     @classmethod
-    def _distinct(cls, v: list[Value]) -> list[Value]:
+    def _distinct(cls, v: list[Any]) -> list[Value]:
+        for i, x in enumerate(v):  # checked here: a union's errors would say nothing useful
+            if not isinstance(x, bool | int | float | str) or (
+                    isinstance(x, float) and not math.isfinite(x)):
+                what = {dict: "a mapping", list: "a list", type(None): "null"}.get(
+                    type(x), f"{x!r}")
+                raise ValueError(f"each value is a number, a string or true/false; item {i} is "
+                                 f"{what}")
         names = [value_name(x) for x in v]
         if len(set(names)) != len(names):
             raise ValueError(f"each value once (got {names})")

@@ -433,7 +433,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     data, lines = load_yaml_file(path)
     if not isinstance(data, dict):
         raise SpecError([Problem(file, lines.line_of(()), "",
-                                 f"expected a mapping of claim fields, got a {_kind(data)}")])
+                                 f"expected a mapping of claim fields, got {_kind(data)}")])
     data = _expand_grid(data, file, lines)
     try:
         claim = Claim.model_validate(data)
@@ -646,8 +646,10 @@ def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
 
 
 def _kind(value: Any) -> str:
-    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+    """What a YAML value is, with its article: "a mapping", "an int", "null"."""
+    word = {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
         type(value), type(value).__name__)
+    return word if word == "null" else f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _known(value: str, registry: Collection[str], what: str) -> str:
@@ -767,7 +769,7 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
             got = err.get("input")
             message = _MAPPING_WORDS.sub("a mapping", err["msg"].removeprefix("Value error, "))
             if isinstance(got, dict | list):
-                message += f" (got a {_kind(got)})" if err["type"].endswith("_type") else ""
+                message += f" (got {_kind(got)})" if err["type"].endswith("_type") else ""
             elif repr(got) not in message:
                 message += f" (got {_shown(got)})"
             if err["type"] == "string_type" and isinstance(got, int | float | bool | date):

@@ -5,14 +5,15 @@
 # Usage: runners/quick_library.sh [OUT] [extra `grokverify run` flags]
 #   OUT    reports folder (default reports/reference/quick: the committed reference reports)
 #   FRESH=1  train each claim from an empty store of its own (its wall time is then its own
-#            cost; by default one store under OUT/../store is shared, so arms that two claims
-#            have in common are trained once and the second claim's time is shorter)
+#            cost; by default one store, GROKVERIFY_STORE or .grokverify/library-store, is
+#            shared, so arms that two claims have in common are trained once and the second
+#            claim's time is shorter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-reports/reference/quick}"
 shift || true
 mkdir -p "$out"
-shared="${GROKVERIFY_STORE:-$(dirname "$out")/store}"
+shared="${GROKVERIFY_STORE:-.grokverify/library-store}"
 status=0
 for claim in claims/*.yaml; do
   name="$(basename "$claim" .yaml)"

@@ -129,6 +129,10 @@ def test_value_names(value: object, name: str) -> None:
     ("      path: optimizer.emb_lr_mult\n", "      path: optimizer/lr\n", "optimizer/lr",
      "grid.axes.c.path", "dotted field path"),
     ("  axes:\n", "  axis:\n", "  axis:", "grid.axis", "unknown key 'axis'"),
+    ("      values: [1, 2, 10, 32]\n", "      values: [{a: 1}, 0.1]\n", "values: [{a: 1}",
+     "grid.axes.c.values", "each value is a number, a string or true/false; item 0 is a mapping"),
+    ("      values: [1, 2, 10, 32]\n", "      values: [1, .nan]\n", "values: [1, .nan]",
+     "grid.axes.c.values", "item 1 is nan"),
 ])
 def test_a_bad_grid_is_refused_at_its_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                            old: str, new: str, anchor: str, field: str,
