@@ -9,7 +9,7 @@ import pytest
 
 from grokverify.grid import GridSpec, value_name
 from grokverify.spec import load_claim
-from tests.test_spec import CLAIM, assert_bad, edit, line_no, write
+from test_spec import CLAIM, assert_bad, edit, line_no, write
 
 ARMS = """arms:
   c1:
