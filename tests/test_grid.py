@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_spec import CLAIM, assert_bad, edit, line_no, write
 
 from grokverify.grid import GridSpec, value_name
 from grokverify.spec import load_claim
-from test_spec import CLAIM, assert_bad, edit, line_no, write
 
 ARMS = """arms:
   c1:
