@@ -19,12 +19,14 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from grokverify.catalog.limits import NAME_PATTERN, NAME_WORDS
-from grokverify.specbase import Float, Int, Name, StrictModel
+from grokverify.specbase import Float, Int, Name, StrictModel, kind_of
 
 _PATH = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*")
 Value = bool | Int | Float | str
@@ -49,8 +51,7 @@ class GridAxis(StrictModel):
         for i, x in enumerate(v):  # checked here: a union's errors would say nothing useful
             if not isinstance(x, bool | int | float | str) or (
                     isinstance(x, float) and not math.isfinite(x)):
-                what = {dict: "a mapping", list: "a list", type(None): "null"}.get(
-                    type(x), f"{x!r}")
+                what = repr(x) if isinstance(x, float) else kind_of(x)  # nan, inf: by value
                 raise ValueError(f"each value is a number, a string or true/false; item {i} is "
                                  f"{what}")
         names = [value_name(x) for x in v]
@@ -79,30 +80,47 @@ class GridSpec(StrictModel):
         if sorted(used) != sorted(axes):
             raise ValueError(f"{name!r} must use every axis once, in braces: "
                              f"{', '.join('{' + a + '}' for a in axes)}")
-        for made in _names(name, axes):
+        for made, _ in _combinations(name, axes):
             if not NAME_PATTERN.fullmatch(made):
                 raise ValueError(f"{name!r} generates {made!r}, not a name: expected "
                                  f"{NAME_WORDS}")
         return name
 
-    def entries(self) -> dict[str, list[dict[str, Any]]]:
-        """Generated name -> the partial experiments to deep-merge over `base`, one per axis,
-        in order (the claim loader merges them with its own rule, `spec.deep_merge`)."""
-        combos = itertools.product(*(ax.values for ax in self.axes.values()))
-        return {name: [nested(ax.path, value)
-                       for ax, value in zip(self.axes.values(), combo, strict=True)]
-                for name, combo in zip(_names(self.name, self.axes), combos, strict=True)}
+    def entries(self) -> dict[str, list[Setting]]:
+        """Generated name -> its setting on each axis, in order (the claim loader deep-merges
+        them over `base` with its own rule, `spec.deep_merge`)."""
+        return dict(_combinations(self.name, self.axes))
 
 
-def _names(template: str, axes: dict[str, GridAxis]) -> list[str]:
-    """The entry names, first axis slowest."""
-    out = []
-    for combo in itertools.product(*(ax.values for ax in axes.values())):
-        name = template
-        for axis, value in zip(axes, combo, strict=True):
-            name = name.replace("{" + axis + "}", value_name(value))
-        out.append(name)
-    return out
+@dataclass(frozen=True)
+class Setting:
+    """One axis's value in one generated entry; `index` is the value's place in the axis's
+    list (problems in the entry point at its line)."""
+
+    axis: str
+    path: str
+    index: int
+    value: Value
+
+    def partial(self) -> dict[str, Any]:
+        """"optimizer.lr", 0.1 -> {"optimizer": {"lr": 0.1}}."""
+        node: Any = self.value
+        for key in reversed(self.path.split(".")):
+            node = {key: node}
+        return node
+
+
+def _combinations(template: str,
+                  axes: dict[str, GridAxis]) -> Iterator[tuple[str, list[Setting]]]:
+    """(entry name, its settings) for every combination of the axes' values, first axis
+    slowest."""
+    for combo in itertools.product(*(enumerate(ax.values) for ax in axes.values())):
+        settings = [Setting(name, ax.path, i, v)
+                    for (name, ax), (i, v) in zip(axes.items(), combo, strict=True)]
+        made = template
+        for st in settings:
+            made = made.replace("{" + st.axis + "}", value_name(st.value))
+        yield made, settings
 
 
 def value_name(value: Value) -> str:
@@ -111,11 +129,3 @@ def value_name(value: Value) -> str:
     if isinstance(value, float):
         return f"{value:g}".replace("+", "")
     return str(value)
-
-
-def nested(path: str, value: Value) -> dict[str, Any]:
-    """"optimizer.lr", 0.1 -> {"optimizer": {"lr": 0.1}}."""
-    node: Any = value
-    for key in reversed(path.split(".")):
-        node = {key: node}
-    return node

@@ -32,7 +32,7 @@ from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
 from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
 from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
 from grokverify.grid import GridSpec
-from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel
+from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel, kind_of
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
 # ---------------------------------------------------------------- experiment
@@ -433,7 +433,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     data, lines = load_yaml_file(path)
     if not isinstance(data, dict):
         raise SpecError([Problem(file, lines.line_of(()), "",
-                                 f"expected a mapping of claim fields, got {_kind(data)}")])
+                                 f"expected a mapping of claim fields, got {kind_of(data)}")])
     data = _expand_grid(data, file, lines)
     try:
         claim = Claim.model_validate(data)
@@ -507,29 +507,23 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
                                  "correction) to put them in")])
     if not isinstance(table, dict):
         return data  # the claim's validation says what is wrong with it
-    taken = [name for name in grid.entries() if name in table]
+    entries = grid.entries()
+    taken = [name for name in entries if name in table]
     if taken:
         raise SpecError([Problem(file, lines.line_of(("grid", "name")), "grid.name",
                                  f"the grid generates {', '.join(map(repr, taken))}, which "
                                  f"{dotted(where)} already has")])
-    for name, settings in grid.entries().items():
+    for name, settings in entries.items():
         merged = copy.deepcopy(grid.base)
-        for partial in settings:
-            merged = deep_merge(merged, partial)
+        for setting in settings:
+            merged = deep_merge(merged, setting.partial())
         table[name] = merged
         # a problem in a generated entry points at the grid: its name, and each axis's value
         lines.lines[(*where, name)] = lines.line_of(("grid", "name")) or 1
-        for (axis_name, axis), partial in zip(grid.axes.items(), settings, strict=True):
-            value = _leaf(partial)
-            at = ("grid", "axes", axis_name, "values", axis.values.index(value))
-            lines.lines[(*where, name, *axis.path.split("."))] = lines.line_of(at) or 1
+        for st in settings:
+            at = ("grid", "axes", st.axis, "values", st.index)
+            lines.lines[(*where, name, *st.path.split("."))] = lines.line_of(at) or 1
     return data
-
-
-def _leaf(tree: Any) -> Any:
-    while isinstance(tree, dict):
-        (tree,) = tree.values()
-    return tree
 
 
 def _zero_step_problems(loaded: LoadedClaim) -> list[Problem]:
@@ -643,13 +637,6 @@ def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
 
 
 # ---------------------------------------------------------------- error messages
-
-
-def _kind(value: Any) -> str:
-    """What a YAML value is, with its article: "a mapping", "an int", "null"."""
-    word = {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__)
-    return word if word == "null" else f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 def _known(value: str, registry: Collection[str], what: str) -> str:
@@ -769,7 +756,7 @@ def _problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model:
             got = err.get("input")
             message = _MAPPING_WORDS.sub("a mapping", err["msg"].removeprefix("Value error, "))
             if isinstance(got, dict | list):
-                message += f" (got {_kind(got)})" if err["type"].endswith("_type") else ""
+                message += f" (got {kind_of(got)})" if err["type"].endswith("_type") else ""
             elif repr(got) not in message:
                 message += f" (got {_shown(got)})"
             if err["type"] == "string_type" and isinstance(got, int | float | bool | date):

@@ -53,3 +53,10 @@ class StrictModel(BaseModel):
     def canonical(self) -> str:
         """Stable JSON of every field (defaults included): the basis of content hashes."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def kind_of(value: object) -> str:
+    """What a YAML value is, with its article, for refusals: "a mapping", "an int", "null"."""
+    word = {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__)
+    return word if word == "null" else f"{'an' if word[0] in 'aeiou' else 'a'} {word}"

@@ -167,4 +167,7 @@ def test_a_generated_arm_that_does_not_validate_points_at_the_grid(
 def test_grid_schema_alone() -> None:
     spec = GridSpec.model_validate({"name": "x{a}", "axes": {"a": {"path": "task.p",
                                                                   "values": [23, 31]}}})
-    assert spec.entries() == {"x23": [{"task": {"p": 23}}], "x31": [{"task": {"p": 31}}]}
+    entries = spec.entries()
+    assert {name: [st.partial() for st in settings] for name, settings in entries.items()} \
+        == {"x23": [{"task": {"p": 23}}], "x31": [{"task": {"p": 31}}]}
+    assert [(st.axis, st.index, st.value) for st in entries["x31"]] == [("a", 1, 31)]

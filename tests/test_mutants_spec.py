@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_spec import edit, line_no
 
 from grokverify.spec import Claim, _deepest_defined, load_claim
 from grokverify.yamlio import LineMap, SpecError
@@ -69,21 +70,6 @@ criterion:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def edit(text: str, *replacements: tuple[str, str]) -> str:
-    """Apply exact, unique text replacements (a test fails loudly if its anchor is gone)."""
-    for old, new in replacements:
-        assert text.count(old) == 1, f"anchor {old!r} should occur exactly once"
-        text = text.replace(old, new)
-    return text
-
-
-def line_no(text: str, needle: str) -> int:
-    """1-based line of the only line containing `needle`."""
-    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
-    assert len(hits) == 1, f"{needle!r} should be on exactly one line, found {hits}"
-    return hits[0]
 
 
 def problems(tmp_path: Path, text: str) -> list[str]:
