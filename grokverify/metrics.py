@@ -18,6 +18,8 @@ from grokverify.catalog.metrics import (
     CurveAt,
     CurveMean,
     CurveRatio,
+    FallOnset,
+    FallOnsetRatio,
     FinalValue,
     MetricSpec,
     TrackingDrift,
@@ -66,6 +68,53 @@ def delay_ratio(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
     if s["val_step"] is None:
         return s["budget"] / fit, False
     return max(s["val_step"], fit) / fit, True
+
+
+# ---------------------------------------------------------------- fall of a probe trace
+
+
+def running_median(values: list[float], k: int) -> list[float]:
+    """Centred running median of k (odd) points, the window cut short at the ends (the median
+    of the points within k // 2 on either side that exist; an even count takes the mean of the
+    middle two). k = 1 returns the values."""
+    h = k // 2
+    out = []
+    for i in range(len(values)):
+        window = sorted(values[max(0, i - h):i + h + 1])
+        n = len(window)
+        out.append(window[n // 2] if n % 2 else (window[n // 2 - 1] + window[n // 2]) / 2)
+    return out
+
+
+def fall_step(points: list[tuple[int, float | None]], k: int) -> Observation | None:
+    """(step, observed) where a trace starts to fall: the last point at which its running
+    median of k points (over its non-null values) equals its maximum; censored at the trace's
+    last step when that is the last point (it never falls); None for a trace without values.
+    The last, not the first, maximum: a trace flat at its maximum has not started to fall."""
+    kept = [(step, v) for step, v in points if v is not None]
+    if not kept:
+        return None
+    smooth = running_median([v for _, v in kept], k)
+    top = max(smooth)
+    last = max(i for i, v in enumerate(smooth) if v == top)
+    step = float(kept[last][0])
+    return step, last < len(kept) - 1
+
+
+def fall_onset(result: dict[str, Any], spec: FallOnset) -> Observation | None:
+    """The step at which the curve starts to fall (`fall_step`)."""
+    return fall_step(_points(result, spec.curve), spec.smooth)
+
+
+def fall_onset_ratio(result: dict[str, Any], spec: FallOnsetRatio) -> Observation | None:
+    """Fall step / threshold step (at least 1), censored with the fall; None when the threshold
+    is never reached or the curve has no value."""
+    event = result["summary"]["train_step" if spec.against == "train_threshold_step"
+                                else "val_step"]
+    fall = fall_step(_points(result, spec.curve), spec.smooth)
+    if event is None or fall is None:
+        return None
+    return fall[0] / max(int(event), 1), fall[1]
 
 
 # ---------------------------------------------------------------- value metrics
@@ -164,6 +213,8 @@ METRICS: dict[str, MetricFn] = {
     "train_threshold_step": train_threshold_step,
     "grokking_lag": grokking_lag,
     "delay_ratio": delay_ratio,
+    "fall_onset": fall_onset,
+    "fall_onset_ratio": fall_onset_ratio,
     "curve_at": curve_at,
     "curve_mean": curve_mean,
     "curve_ratio": curve_ratio,

@@ -64,8 +64,10 @@ def decide(
     estimate: float,
     effect_label: str,
     ci_level: float,
+    boundary: str = "the boundary of the claimed effect",
 ) -> tuple[Verdict, str]:
-    """Apply the module's rules; the reason is one sentence with the CI, threshold and estimate."""
+    """Apply the module's rules; the reason is one sentence with the CI, threshold and estimate.
+    `boundary` names what the threshold is (e.g. a non-inferiority margin's bound)."""
     if direction not in ("less", "greater"):
         raise ValueError(f"direction must be 'less' or 'greater', not {direction!r}")
     if math.isnan(threshold):
@@ -83,7 +85,7 @@ def decide(
         inside, outside = low >= threshold, high < threshold
         inside_words, outside_words = f"at or above {thr}", f"below {thr}"
     if inside:
-        reason = f"{head} lies wholly {inside_words}, the boundary of the claimed effect {tail}"
+        reason = f"{head} lies wholly {inside_words}, {boundary} {tail}"
         return Verdict.SUPPORTED, reason
     if outside:
         reason = (
@@ -92,8 +94,8 @@ def decide(
         )
         return Verdict.REFUTED, reason
     reason = (
-        f"{head} straddles {thr}, the boundary of the claimed effect, so the data neither "
-        f"support nor refute the claim {tail}"
+        f"{head} straddles {thr}, {boundary}, so the data neither support nor refute the "
+        f"claim {tail}"
     )
     return Verdict.INCONCLUSIVE, reason
 

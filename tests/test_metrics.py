@@ -136,7 +136,8 @@ def test_kinds_and_defaults() -> None:
     assert metric(name="final_value", curve="val_acc").on_diverged == "exclude"
     kinds = {name: cls.kind for name, cls in METRIC_SPECS.items()}
     assert {n for n, k in kinds.items() if k == "time"} == {
-        "val_threshold_step", "train_threshold_step", "grokking_lag", "delay_ratio"}
+        "val_threshold_step", "train_threshold_step", "grokking_lag", "delay_ratio",
+        "fall_onset", "fall_onset_ratio"}
     assert {n for n, k in kinds.items() if k == "value"} == {
         "curve_at", "curve_mean", "curve_ratio", "final_value", "tracking_drift"}
     assert set(METRICS) == set(METRIC_SPECS)

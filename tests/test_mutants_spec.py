@@ -97,7 +97,8 @@ def test_the_claim_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text,got", [("5.5\n", "a float"), ("true\n", "a bool"),
                                       ("5\n", "an int"), ("- 1\n- 2\n", "a list"),
-                                      ("~\n", "null"), ("null\n", "null")])
+                                      ("~\n", "null"), ("null\n", "null")],
+                         ids=["float", "bool", "int", "list", "tilde", "null"])
 def test_a_file_that_is_not_a_mapping_says_what_it_is(tmp_path: Path, text: str,
                                                        got: str) -> None:
     """A file whose YAML is a number, a list or null is refused naming what YAML read."""
@@ -152,7 +153,7 @@ WRONG_VALUES = [
 
 
 @pytest.mark.parametrize("old,new,marker,field,message", WRONG_VALUES,
-                         ids=[w[1].strip() for w in WRONG_VALUES])
+                         ids=[f"{w[3]}-{i}" for i, w in enumerate(WRONG_VALUES)])
 def test_a_wrong_value_is_refused_in_words(tmp_path: Path, old: str, new: str, marker: str,
                                            field: str, message: str) -> None:
     """The one problem a wrong value makes: at its key's line, its path, the exact sentence."""
@@ -269,8 +270,8 @@ def test_unknown_key_in_a_criterion_lists_that_criterions_fields(tmp_path: Path)
     text = edit(CLAIM, ("  min_effect: 0.2", "  min_effect: 0.2\n  zzzzz: 1"))
     assert problems(tmp_path, text) == [
         f"{line_no(text, 'zzzzz')} criterion.zzzzz: unknown key 'zzzzz'; allowed here: baseline, "
-        "bootstrap_seed, ci_level, direction, effect, min_effect, n_boot, name, paired, summary, "
-        "tau, treated"]
+        "bootstrap_seed, ci_level, direction, effect, margin, min_effect, n_boot, name, paired, "
+        "summary, tau, treated"]
 
 
 def test_unknown_key_in_a_later_criterion_lists_its_own_fields(tmp_path: Path) -> None:

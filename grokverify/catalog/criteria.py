@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, mode
 from grokverify.catalog.limits import MAX_N_BOOT, MIN_N_BOOT
 from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric, Kind, MetricSpec
 from grokverify.specbase import Float, Int, RngSeed
+from grokverify.verdict import format_number
 
 Effect = Literal["ratio", "difference"]
 # survival_compare's summary of each arm's KM curve: its median, or its restricted mean up to τ.
@@ -34,6 +35,13 @@ CensoredPolicy = Literal["as_budget", "refuse"]
 P = TypeVar("P", bound=BaseModel)
 
 DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
+# Non-inferiority ("treated is not worse than baseline by more than a margin"): the claimed
+# region's boundary moves to the other side of no effect, 1 + margin (ratio, direction less),
+# 1 - margin (greater), +/- margin (difference). 0 (default): a superiority claim by min_effect.
+Margin = Annotated[Float, Field(ge=0, description=(
+    "non-inferiority margin: the claim is that treated is worse than baseline by at most this "
+    "much (a fraction for a ratio, metric units for a difference); 0 = a superiority claim by "
+    "min_effect. At most one of min_effect and margin may be above 0"))]
 # The bounds every criterion's CI level and bootstrap size share, stated once.
 CILevel = Annotated[Float, Field(gt=0, lt=1)]
 NBoot = Annotated[Int, Field(ge=MIN_N_BOOT, le=MAX_N_BOOT)]
@@ -54,19 +62,68 @@ def expect_params(params: BaseModel, cls: type[P]) -> P:
 
 
 def check_two_arm_effect(baseline: str, treated: str, effect: Effect, direction: str,
-                         min_effect: float) -> None:
-    """Validation shared by the two-arm effect criteria (survival_compare, scalar_compare)."""
+                         min_effect: float, margin: float = 0.0) -> None:
+    """Validation shared by the two-arm effect criteria (survival_compare, scalar_compare,
+    cox_hazard_ratio through its time ratio): distinct arms, at most one of min_effect and
+    margin above 0, and a ratio boundary above 0."""
     if baseline == treated:
         raise ValueError("baseline and treated must be different arms")
+    if min_effect > 0 and margin > 0:
+        raise ValueError(
+            f"give min_effect (superiority: treated beats baseline by at least that much) or "
+            f"margin (non-inferiority: treated trails baseline by at most that much), not both: "
+            f"min_effect is {min_effect:g} and margin {margin:g}; set the other to 0")
     if effect == "ratio" and direction == "less" and min_effect >= 1:
         raise ValueError("a ratio cannot fall by 100% or more: min_effect must be < 1")
+    if effect == "ratio" and direction == "greater" and margin >= 1:
+        raise ValueError("a ratio cannot fall by 100% or more: with direction greater the "
+                         "non-inferiority margin must be < 1 (the claimed region is ratio >= "
+                         "1 - margin)")
 
 
-def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float:
+def resolve_min_effect(min_effect: float | None, margin: float, default: float | None,
+                       what: str) -> float:
+    """min_effect as declared; when omitted, 0 under a non-inferiority margin (the margin is
+    the claim), else the criterion's default (None: it must be stated, `what` says why)."""
+    if min_effect is not None:
+        return float(min_effect)
+    if margin > 0:
+        return 0.0
+    if default is None:
+        raise ValueError(what)
+    return default
+
+
+def effect_threshold(effect: Effect, direction: str, min_effect: float,
+                     margin: float = 0.0) -> float:
     """Boundary of the claimed region: 1 -/+ m for a ratio, -/+ m (metric units) for a
-    difference."""
+    difference, m = min_effect (superiority); with a non-inferiority margin the boundary moves
+    to the other side of 1 (or 0) by the margin: 1 +/- margin, +/- margin."""
     sign = -1.0 if direction == "less" else 1.0
-    return (1.0 if effect == "ratio" else 0.0) + sign * min_effect
+    return (1.0 if effect == "ratio" else 0.0) + sign * (min_effect - margin)
+
+
+def boundary_words(margin: float, effect: Effect) -> str:
+    """What the threshold is, for a verdict's reason (`grokverify.verdict.decide`)."""
+    if margin > 0:
+        size = f"{margin * 100:g}%" if effect == "ratio" else format_number(margin)
+        return f"the non-inferiority bound (margin {size})"
+    return "the boundary of the claimed effect"
+
+
+def effect_words(effect: Effect, min_effect: float, margin: float, treated: str,
+                 baseline: str, worse: str, better: str, unit: str = "") -> str:
+    """What the claimed region says in words: "<treated> at least 20% <better>" (superiority)
+    or "non-inferiority: <treated> at most 25% <worse> than <baseline>"; `better`/`worse` are
+    the words for the claimed direction and its opposite (e.g. faster/slower for a time claimed
+    less)."""
+    def size(m: float) -> str:
+        if effect == "ratio":
+            return f"{m * 100:g}%"
+        return f"{format_number(m)}{' ' + unit if unit else ''}"
+    if margin > 0:
+        return f"non-inferiority: {treated} at most {size(margin)} {worse} than {baseline}"
+    return f"{treated} at least {size(min_effect)} {better}"
 
 
 # ---------------------------------------------------------------- survival_compare
@@ -74,7 +131,9 @@ def effect_threshold(effect: Effect, direction: str, min_effect: float) -> float
 
 class SurvivalCompareParams(BaseModel):
     """Claim: treated's time-to-threshold beats/trails baseline's by min_effect, compared through
-    a summary of each arm's Kaplan-Meier curve.
+    a summary of each arm's Kaplan-Meier curve; or, with ``margin`` (non-inferiority), is worse
+    than baseline's by at most the margin (``direction: less``, margin 0.25: ratio <= 1.25).
+    ``min_effect`` must be stated unless a margin is (it is then 0).
 
     ``summary: median`` (default): the KM median time-to-threshold. ``summary: rmst``: the
     restricted mean time to threshold up to τ (the area under the KM curve from 0 to τ), which
@@ -95,7 +154,8 @@ class SurvivalCompareParams(BaseModel):
     summary: SurvivalSummary = "median"
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
-    min_effect: Float = Field(ge=0)
+    min_effect: Float | None = Field(None, ge=0)
+    margin: Margin = 0.0
     tau: Float | None = Field(None, gt=0)
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
@@ -104,14 +164,19 @@ class SurvivalCompareParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> SurvivalCompareParams:
+        self.min_effect = resolve_min_effect(
+            self.min_effect, self.margin, None,
+            "survival_compare needs min_effect (the smallest effect claimed, 0 = any) or margin "
+            "(non-inferiority: the largest shortfall allowed)")
         check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
-                             self.min_effect)
+                             self.min_effect, self.margin)
         check_survival_summary(self.summary, self.tau)
         return self
 
     @property
     def threshold(self) -> float:
-        return effect_threshold(self.effect, self.direction, self.min_effect)
+        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0),
+                                self.margin)
 
 
 def check_survival_summary(summary: SurvivalSummary, tau: float | None) -> None:
@@ -134,6 +199,10 @@ class CoxHazardRatioParams(BaseModel):
     * ``less``    (treated faster): claimed region ``HR >= 1 / (1 - m)`` (m = 0.2: HR >= 1.25);
     * ``greater`` (treated slower): claimed region ``HR <= 1 / (1 + m)`` (m = 0.2: HR <= 0.833).
 
+    ``margin`` (non-inferiority, then min_effect defaults to 0): treated's time is worse by at
+    most the margin, HR = 1 / (the time ratio's boundary): ``less`` ``HR >= 1 / (1 + margin)``
+    (0.25: HR >= 0.8), ``greater`` ``HR <= 1 / (1 - margin)``.
+
     The boundary belongs to the claimed region (as in `grokverify.verdict.decide`).
     """
 
@@ -143,23 +212,24 @@ class CoxHazardRatioParams(BaseModel):
     baseline: str
     treated: str
     direction: Literal["less", "greater"]
-    min_effect: Float = Field(0.2, ge=0)
+    min_effect: Float | None = Field(None, ge=0)
+    margin: Margin = 0.0
     ci_level: CILevel = 0.95
 
     @model_validator(mode="after")
     def _check(self) -> CoxHazardRatioParams:
-        if self.baseline == self.treated:
-            raise ValueError("baseline and treated must be different arms")
-        if self.direction == "less" and self.min_effect >= 1:
-            raise ValueError("a time cannot fall by 100% or more: min_effect must be < 1")
+        self.min_effect = resolve_min_effect(self.min_effect, self.margin, DEFAULT_MIN_EFFECT,
+                                             "")
+        check_two_arm_effect(self.baseline, self.treated, "ratio", self.direction,
+                             self.min_effect, self.margin)
         return self
 
     @property
     def threshold(self) -> float:
-        """Boundary of the claimed region on the HR scale: 1/(1-m) (less) or 1/(1+m) (greater)."""
-        if self.direction == "less":
-            return 1.0 / (1.0 - self.min_effect)
-        return 1.0 / (1.0 + self.min_effect)
+        """Boundary of the claimed region on the HR scale: 1 / the time ratio's boundary, i.e.
+        1/(1-m) (less) or 1/(1+m) (greater); 1/(1+margin), 1/(1-margin) under a margin."""
+        return 1.0 / effect_threshold("ratio", self.direction, float(self.min_effect or 0.0),
+                                      self.margin)
 
 
 # ---------------------------------------------------------------- scalar_compare
@@ -179,7 +249,9 @@ class ScalarCompareParams(BaseModel):
     ``censored`` (time metrics): ``as_budget`` (default) enters censored values at the budget
     under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a
     value metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE:
-    use ``effect: difference``).
+    use ``effect: difference``). ``margin`` (non-inferiority; min_effect then defaults to 0):
+    treated is worse than baseline by at most the margin, the claimed region ``ratio <= 1 +
+    margin`` / ``>= 1 - margin`` (``difference <= +margin`` / ``>= -margin``).
 
     ``paired`` (default): the effect is the statistic of the per-seed differences
     ``treated_i - baseline_i`` (difference) or ``exp`` of the statistic of the per-seed log
@@ -198,6 +270,7 @@ class ScalarCompareParams(BaseModel):
     effect: Effect = "ratio"
     direction: Literal["less", "greater"]
     min_effect: Float | None = Field(None, ge=0)
+    margin: Margin = 0.0
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
     bootstrap_seed: RngSeed = 0
@@ -206,17 +279,19 @@ class ScalarCompareParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ScalarCompareParams:
-        if self.min_effect is None:
-            if self.effect == "difference":
-                raise ValueError("effect 'difference' needs min_effect in the metric's units")
-            self.min_effect = DEFAULT_MIN_EFFECT
+        self.min_effect = resolve_min_effect(
+            self.min_effect, self.margin,
+            DEFAULT_MIN_EFFECT if self.effect == "ratio" else None,
+            "effect 'difference' needs min_effect in the metric's units (or a non-inferiority "
+            "margin)")
         check_two_arm_effect(self.baseline, self.treated, self.effect, self.direction,
-                             self.min_effect)
+                             self.min_effect, self.margin)
         return self
 
     @property
     def threshold(self) -> float:
-        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0))
+        return effect_threshold(self.effect, self.direction, float(self.min_effect or 0.0),
+                                self.margin)
 
 
 # ---------------------------------------------------------------- value

@@ -82,7 +82,63 @@ class RescaleEmbeddingSpec(InterventionSpec):
         return ("E", "W") if self.sigma_max == "W" else ("E",)
 
 
+class AdaptiveLRRatioSpec(InterventionSpec):
+    """Paper 1's Prop. 4.1 recomputed during training, per seed: every `every` steps the
+    embedding's learning rate becomes c_s times W's, c_s = k · σmax(E_s)/σmax(W_s) · f_W/f_E
+    (f_E, f_W: the seed's update frequencies, as the `token_frequency` probe defines them),
+    clamped to [c_min, c_max] when given. Prop. 4.1 states a proportionality only, so k is
+    declared; k = 1 gives c ≈ 18 at initialisation at the paper's sizes (σmax(E)/σmax(W) ≈ 18,
+    claims/referee_init_sigma_ratio.yaml; f_W/f_E ≈ 1 at batch 512). The c_s used from step t on
+    is computed from the parameters after t updates, t = 0, every, 2·every, ..., and replaces
+    the optimizer's c (emb_lr_mult) for that seed; each is recorded in the curve
+    `adaptive_lr_ratio.c`. It rescales the embedding's change over each step, so it must come
+    after any intervention that writes E (checked when training starts); after
+    freeze_embeddings, a frozen E stays frozen."""
+
+    roles: ClassVar[tuple[str, ...]] = ("E", "W")
+    name: Literal["adaptive_lr_ratio"]
+    every: Int = Field(ge=1, le=MAX_STEPS, description="steps between recomputations of c")
+    k: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                     description="c = k · σmax(E)/σmax(W) · f_W/f_E (Prop. 4.1's constant)")
+    c_min: Float | None = Field(None, gt=0, le=MAX_FACTOR, description="lower clamp of c")
+    c_max: Float | None = Field(None, gt=0, le=MAX_FACTOR, description="upper clamp of c")
+
+    @model_validator(mode="after")
+    def _ordered_clamp(self) -> AdaptiveLRRatioSpec:
+        if self.c_min is not None and self.c_max is not None and self.c_min > self.c_max:
+            raise ValueError(f"c_min ({self.c_min:g}) exceeds c_max ({self.c_max:g})")
+        return self
+
+
+class GradientSamplingSpec(InterventionSpec):
+    """Paper 1's Appendix A sampling rule, never run in the paper: minibatches are drawn with
+    replacement from p_i ∝ exp(L_i²/γ) over the seed's training rows, L_i the norm of the
+    gradient of row i's loss with respect to all parameters (exact per-example gradients),
+    recomputed from the parameters after t updates for t = 0, every, 2·every, ...; the minibatch
+    loss stays the plain mean (no importance weights). γ is absolute (`gamma`, in units of
+    squared gradient norm) or `gamma_relative` × the seed's current mean L_i² (scale-free).
+    Each recomputation records the curves `gradient_sampling.ess_share` (1/(n Σ p_i²): 1 is
+    uniform) and `gradient_sampling.max_weight` (n · max p_i). Full batch (batch_size null):
+    each step draws as many rows as the training set has, with replacement, from p."""
+
+    name: Literal["gradient_sampling"]
+    every: Int = Field(ge=1, le=MAX_STEPS, description="steps between recomputations of p")
+    gamma: Float | None = Field(None, ge=1 / MAX_FACTOR, le=MAX_FACTOR,
+                                description="γ in units of squared gradient norm")
+    gamma_relative: Float | None = Field(
+        None, ge=1 / MAX_FACTOR, le=MAX_FACTOR,
+        description="γ as a multiple of the seed's current mean of L_i² over its rows")
+
+    @model_validator(mode="after")
+    def _one_gamma(self) -> GradientSamplingSpec:
+        if (self.gamma is None) == (self.gamma_relative is None):
+            raise ValueError("give exactly one of gamma, gamma_relative")
+        return self
+
+
 INTERVENTION_SPECS: dict[str, type[InterventionSpec]] = {
     "freeze_embeddings": FreezeEmbeddingsSpec,
     "rescale_embedding": RescaleEmbeddingSpec,
+    "adaptive_lr_ratio": AdaptiveLRRatioSpec,
+    "gradient_sampling": GradientSamplingSpec,
 }

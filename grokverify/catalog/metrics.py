@@ -21,6 +21,7 @@ from grokverify.catalog.limits import MAX_STEPS
 from grokverify.specbase import Int, StrictModel
 
 Kind = Literal["time", "value"]
+MAX_SMOOTH = 101  # the widest running median a fall metric may declare
 KIND_WORDS: dict[str, str] = {
     "time": "a time to an event, censored at the budget",
     "value": "a signed per-seed value read off a curve, never censored",
@@ -100,6 +101,73 @@ class DelayRatio(TimeMetric):
 
     undefined: ClassVar[str] = "undefined (training set never fitted)"
     name: Literal["delay_ratio"]
+
+
+SmoothWindow = Annotated[Int, Field(ge=1, le=MAX_SMOOTH, description=(
+    "points in the centred running median the trace is smoothed with before its maximum is "
+    "found (odd; 1 = no smoothing; the window is cut short at the trace's ends)"))]
+
+
+class _FallTime(TimeMetric):
+    """Shared by the metrics timed by where a probe trace starts to fall. A diverged seed is
+    left out (its trace stops at the divergence)."""
+
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
+    on_diverged: Literal["exclude"] = Field(
+        "exclude", description="a diverged seed is left out and counted (its trace stops at the "
+                               "divergence)")
+    curve: str = Field(description="a curve the experiment records, e.g. hessian_max.W")
+    smooth: SmoothWindow
+
+    @model_validator(mode="after")
+    def _odd_window(self) -> _FallTime:
+        if self.smooth % 2 == 0:
+            raise ValueError(f"smooth must be an odd number of points (a centred window), got "
+                             f"{self.smooth}")
+        return self
+
+    def _fall_words(self) -> str:
+        smoothed = ("" if self.smooth == 1 else
+                    f", smoothed by a centred running median of {self.smooth} probe points,")
+        return (f"the last probe point at which {self.curve}{smoothed} equals its maximum over "
+                f"the run (after it the trace stays below that maximum)")
+
+
+class FallOnset(_FallTime):
+    """The step at which a curve starts to fall: the last recorded point at which the curve,
+    smoothed by a centred running median of `smooth` points, attains its maximum over the run;
+    censored at the curve's last recorded step (the budget for a seed trained to it) when that
+    point is the last one (the trace never falls); undefined when the curve has no value."""
+
+    undefined: ClassVar[str] = "undefined (the curve has no value)"
+    name: Literal["fall_onset"]
+
+    def describe(self) -> str:
+        return (f"the step where {self.curve} starts to fall: {self._fall_words()}; censored at "
+                "its last recorded step when the maximum is there (it never falls).")
+
+
+class FallOnsetRatio(_FallTime):
+    """When a curve starts to fall relative to when an accuracy reaches its threshold, in the
+    same seed: (step of `fall_onset`) / (step of `against`: train_threshold_step or
+    val_threshold_step; a threshold at step 0 counts as step 1). 1: at the same step; 2: the
+    fall comes twice as late. Censored at (the curve's last recorded step) / (threshold step)
+    when the curve never falls; undefined when the accuracy never reaches its threshold or the
+    curve has no value."""
+
+    undefined: ClassVar[str] = "undefined (the threshold never reached, or the curve has no value)"
+    name: Literal["fall_onset_ratio"]
+    against: Literal["train_threshold_step", "val_threshold_step"] = Field(
+        description="the time of the accuracy event: train_threshold_step (τ_train) or "
+                    "val_threshold_step (τ_val)")
+
+    def describe(self) -> str:
+        event = ("training accuracy first reaches τ_train" if self.against ==
+                 "train_threshold_step" else "validation accuracy first reaches τ_val")
+        return (f"(step where {self.curve} starts to fall) / (step where {event}), per seed; the "
+                f"fall is {self._fall_words()}; censored when the maximum is at the last "
+                "recorded step (it never falls); seeds that never reach the threshold are left "
+                "out.")
 
 
 # ---------------------------------------------------------------- value metrics
@@ -234,6 +302,8 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "train_threshold_step": TrainThresholdStep,
     "grokking_lag": GrokkingLag,
     "delay_ratio": DelayRatio,
+    "fall_onset": FallOnset,
+    "fall_onset_ratio": FallOnsetRatio,
     "curve_at": CurveAt,
     "curve_mean": CurveMean,
     "curve_ratio": CurveRatio,

@@ -191,6 +191,31 @@ class HessianMaxSpec(ProbeSpec):
         return tuple(self.of)
 
 
+class TokenFrequencySpec(ProbeSpec):
+    """Paper 1's update frequencies f_E and f_W (Appendix B: Prop. 4.1's ratio c ∝
+    σmax(E)/σmax(W) · f_W/f_E, with "f_W > f_E") of each seed's training split, and f_W/f_E.
+
+    The paper calls them update frequencies without defining them; here f_E is the mean, over
+    the operand tokens (values 0..p-1 that occur as a or b in at least one training row), of the
+    probability that a minibatch of the run's batch size B, drawn without replacement from the
+    seed's N training rows, holds at least one row with that token, 1 - C(N - n_t, B) / C(N, B)
+    (n_t: the rows with t as a or b), i.e. the expected share of updates in which the token's
+    embedding row gets a gradient; with full batch it is 1 for every token present. f_W = 1: W
+    is in every update. (The engine cuts its batches from concatenated permutations, so a batch
+    that straddles two epochs is not exactly such a draw; the difference is ignored.)
+
+    A property of the split and batch size, constant over training: recorded at every probe
+    point like any probe (a flat curve), beside σmax."""
+
+    name: Literal["token_frequency"]
+
+    def curves(self) -> list[str]:
+        return ["token_frequency.E", "token_frequency.W", "token_frequency_ratio"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E",)  # an update frequency of the embedding's rows: no embedding, no f_E
+
+
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "sigma_max": SigmaMaxSpec,
     "grad_norm_ratio": GradNormRatioSpec,
@@ -198,4 +223,5 @@ PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "fourier_share": FourierShareSpec,
     "update_norm": UpdateNormSpec,
     "hessian_max": HessianMaxSpec,
+    "token_frequency": TokenFrequencySpec,
 }

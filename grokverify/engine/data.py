@@ -1,5 +1,6 @@
 """A batch of seeds' data on the device: each seed's training and validation pairs (its own
-split), and the stream of minibatch positions (its own order)."""
+split), and the stream of minibatch positions (its own order): by default random permutations
+(`Batches`; an intervention may replace it with another `grokverify.engine.sampling.Sampler`)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class SeedData:
 class Batches:
     """Per-seed minibatch positions: a stream of concatenated random permutations of each seed's
     training rows, cut into consecutive batches (batches may straddle epochs)."""
+
+    horizon: int | None = None  # a `Sampler` whose draws never depend on training
 
     def __init__(self, seeds: list[int], n_train: int, batch: int, context: str,
                  device: torch.device):

@@ -4,7 +4,14 @@ All seeds of one arm train as one batched model per CPU worker (a `Shard`). Each
 own split, initialisation and minibatch order (its own named streams), so seed i's record does
 not depend on which other seeds share its batch. Nothing syncs with the host between
 evaluations: the per-step losses and probe values stay on the device and are read at the next
-evaluation, where divergence is detected and acted on.
+evaluation, where divergence is detected and acted on. (The one exception: an intervention may
+install a minibatch sampler whose weights come from the model, `sampling.WeightedBatches`, which
+reads them to the host each time it recomputes them.)
+
+Minibatch positions are drawn many steps ahead, in blocks, from `self.batches` (a
+`sampling.Sampler`; none for full batch). A sampler with a `horizon` h is never asked past the
+next multiple of h in one block, so weights it recomputes at steps 0, h, 2h, ... come from the
+parameters after exactly that many updates.
 
 A step: interventions' `after_init` ran once before the optimizer was built; then per update
 `model.loss_and_grads` (forward, per-seed loss, backward weighted 1 per training seed and 0 per
@@ -12,7 +19,8 @@ diverged or ghost seed), probes that read gradients, `optimizer.step()`, interve
 `after_step`, probes that read the update (the parameters now against a copy taken before the
 optimizer's step), probes that read parameters. At each evaluation: accuracies and losses of every
 seed in one forward pass per block of rows, the records, interventions' `on_eval`, probe points
-moved to the records. The loop knows no probe or intervention by name.
+moved to the records (with any per-seed values an intervention noted, `Shard.note`). The loop
+knows no probe or intervention by name.
 
 CPU threads: with n torch threads the seeds are split into n shards trained side by side, each
 single-threaded (small per-seed operations do not split well across threads, a thread waiting at
@@ -39,6 +47,7 @@ from grokverify.engine.interventions import INTERVENTIONS, Intervention
 from grokverify.engine.optimizers import build_optimizer, reset_seed_state
 from grokverify.engine.probes import PROBES, ProbeContext
 from grokverify.engine.record import EVAL_CURVES, SeedRecord
+from grokverify.engine.sampling import Sampler
 from grokverify.spec import ExperimentSpec, TrainingSpec
 
 ProgressFn = Callable[[int, int], None]
@@ -65,7 +74,7 @@ class Shard:
         n_train = self.data.n_train
         full_batch = tr.batch_size is None or tr.batch_size >= n_train
         self.batch = n_train if full_batch else int(tr.batch_size)  # type: ignore[arg-type]
-        self.batches = None if full_batch else Batches(
+        self.batches: Sampler | None = None if full_batch else Batches(
             members, n_train, self.batch, exp.task.canonical(), device)
         self.seed_index = torch.arange(s, device=device).view(s, 1)
         self.loss_weight = torch.ones(s, device=device, dtype=dtype)
@@ -89,11 +98,14 @@ class Shard:
     # ------------------------------------------------------------ training
 
     def train(self, n_steps: int) -> None:
-        """n_steps optimizer steps for every seed, with no host synchronisation."""
+        """n_steps optimizer steps for every seed, with no host synchronisation (but a
+        sampler's recomputation of its weights, if it has any: see the module docstring)."""
         block = max(1, _BLOCK_ELEMENTS // (self.model.n_seeds * self.batch * 3))
         done = 0
         while done < n_steps:
             n = min(block, n_steps - done)
+            if self.batches is not None and self.batches.horizon:
+                n = min(n, self.batches.horizon - self.step % self.batches.horizon)
             if self.batches is None:
                 a, b, y = self.data.train
                 for _ in range(n):
@@ -120,6 +132,11 @@ class Shard:
         if self._param_probes:
             self._measure(self._param_probes, self.step)
 
+    def note(self, step: int, values: dict[str, Tensor]) -> None:
+        """Per-seed values, (S,) each, recorded as curves at `step` the way probe points are
+        (moved to the records at the next evaluation, up to each seed's last good step)."""
+        self._points.append((step, values))
+
     def _before_update(self, state: int) -> dict[str, Tensor]:
         """The parameters an update probe due at `state` compares with (empty: none due)."""
         roles = {r for p in self._update_probes if state % p.every == 0 for r in p.roles_needed()}
@@ -129,7 +146,7 @@ class Shard:
                  before: dict[str, Tensor] | None = None) -> None:
         due = [p for p in probes if step % p.every == 0]
         if due:
-            ctx = ProbeContext(self.data.train, before or {})
+            ctx = ProbeContext(self.data.train, before or {}, self.batch)
             with torch.no_grad():
                 values: dict[str, Tensor] = {}
                 for spec in due:

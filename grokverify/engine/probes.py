@@ -10,6 +10,7 @@ device; the loop moves them to the host at the next evaluation."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from grokverify.catalog.probes import (
     ProbeSpec,
     RankSpec,
     SigmaMaxSpec,
+    TokenFrequencySpec,
     UpdateNormSpec,
 )
 from grokverify.engine.batched import BatchedModel, seed_view
@@ -32,11 +34,13 @@ from grokverify.registry import registrar
 
 @dataclass(frozen=True)
 class ProbeContext:
-    """What a probe may read besides the model: each seed's training rows (S, n) and, for an
-    update probe, the parameters of its roles before the step's update."""
+    """What a probe may read besides the model: each seed's training rows (S, n), for an
+    update probe the parameters of its roles before the step's update, and the run's minibatch
+    rows per seed (n for full batch; None: not given)."""
 
     train: tuple[Tensor, Tensor, Tensor] | None = None
     before: dict[str, Tensor] = field(default_factory=dict)
+    batch: int | None = None
 
 
 ProbeFn = Callable[[BatchedModel, ProbeSpec, ProbeContext], dict[str, Tensor]]
@@ -249,3 +253,37 @@ def hessian_max(model: BatchedModel, spec: ProbeSpec,
     for role in spec.of:
         out[f"hessian_max.{role}"], out[f"hessian_max.{role}.change"] = blocks[model.role(role)]
     return out
+
+
+def token_frequency_of(a: Tensor, b: Tensor, p: int, batch: int) -> Tensor:
+    """(S,) f_E of each seed's training rows, operands a, b (S, N) in 0..p-1, for minibatches of
+    `batch` rows (`TokenFrequencySpec`): the mean over the tokens present of
+    1 - C(N - n_t, B) / C(N, B), in float64 through log-gamma (C(N, B) overflows a float at
+    N ~ 3000), 1 where fewer than B rows lack the token (full batch among them)."""
+    s, n = a.shape
+    size = min(int(batch), n)
+    ones = torch.ones(a.shape, dtype=torch.float64, device=a.device)
+    counts = torch.zeros(s, p, dtype=torch.float64, device=a.device)
+    counts.scatter_add_(1, a, ones).scatter_add_(1, b, ones)
+    counts.scatter_add_(1, a, -(a == b).double())  # a row with t as both a and b counts once
+    lacking = n - counts  # rows without the token
+    possible = lacking >= size  # a whole batch can avoid it
+    lg = torch.lgamma
+    log_miss = (lg(lacking + 1) - lg((lacking - size).clamp_min(0) + 1)
+                - math.lgamma(n + 1) + math.lgamma(n - size + 1))
+    hit = torch.where(possible, -torch.expm1(log_miss), 1.0)
+    present = counts > 0
+    return (hit * present).sum(dim=1) / present.sum(dim=1)
+
+
+@probe("token_frequency")
+def token_frequency(model: BatchedModel, spec: ProbeSpec,
+                    ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, TokenFrequencySpec)
+    if ctx.train is None or ctx.batch is None:
+        raise ValueError("token_frequency needs the training rows and the batch size "
+                         "(ProbeContext.train, ProbeContext.batch)")
+    f_e = token_frequency_of(ctx.train[0], ctx.train[1], model.shape.p, ctx.batch)
+    f_w = torch.ones_like(f_e)
+    return {"token_frequency.E": f_e, "token_frequency.W": f_w,
+            "token_frequency_ratio": f_w / f_e}

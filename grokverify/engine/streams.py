@@ -1,5 +1,10 @@
 """Named torch random streams (see grokverify/rng.py): a seed's initialisation and minibatch
-order come from (seed, stream, context) alone, never from what else shares its batch."""
+order come from (seed, stream, context) alone, never from what else shares its batch.
+
+Torch streams in use: "init" and "targets" (the model's initial weights and regression
+targets), "order" (minibatch permutations), "sample" (the rows `gradient_sampling` draws from
+its weights; context the task's canonical form, as "order"), "hessian_batch" and "hessian_v"
+(the hessian_max probe's rows and start vectors)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,8 @@ from grokverify.catalog.criteria import (
     CRITERION_SPECS,
     TIME_ONLY,
     CoxHazardRatioParams,
+    boundary_words,
+    effect_words,
     expect_params,
 )
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, wald_p
@@ -45,10 +47,14 @@ def _label(p: CoxHazardRatioParams) -> str:
 
 
 def _region(p: CoxHazardRatioParams) -> str:
+    """E.g. "HR >= 1.25 (t at least 20% faster)", or under a non-inferiority margin
+    "HR >= 0.8 (non-inferiority: t at most 25% slower than b)" (in time)."""
     thr = verdict_rules.format_number(p.threshold)
-    if p.direction == "less":
-        return f"HR >= {thr} ({p.treated} at least {p.min_effect * 100:g}% faster)"
-    return f"HR <= {thr} ({p.treated} at least {p.min_effect * 100:g}% slower)"
+    op = ">=" if p.direction == "less" else "<="
+    better, worse = ("faster", "slower") if p.direction == "less" else ("slower", "faster")
+    words = effect_words("ratio", float(p.min_effect or 0.0), p.margin, p.treated, p.baseline,
+                         worse, better)
+    return f"HR {op} {thr} ({words})"
 
 
 def fit_cox(base: ArmSample, treat: ArmSample, ci_level: float) -> dict[str, float]:
@@ -77,7 +83,9 @@ def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     base, treat = require_arms(NAME, [p.baseline, p.treated], arms, TIME_ONLY)
     frame = Frame(NAME, _label(p), "Wald test of the arm coefficient (statsmodels PHReg, Efron "
                   "ties)", p.threshold, _region(p), p.ci_level,
-                  {"censoring": CENSORING, "min_effect_to_hr": "less: 1/(1-m); greater: 1/(1+m)"})
+                  {"censoring": CENSORING, "min_effect_to_hr": "less: 1/(1-m); greater: 1/(1+m)",
+                   **({"margin_to_hr": "less: 1/(1+margin); greater: 1/(1-margin)"}
+                      if p.margin > 0 else {})})
     rows = [arm_row(a, km_columns(a, p.ci_level)) for a in (base, treat)]
     if why := too_few_seeds((base, treat), 1):
         return frame.inconclusive(why, rows)
@@ -97,7 +105,7 @@ def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     ci = (fit["low"], fit["high"])
     region_dir: Literal["less", "greater"] = "greater" if p.direction == "less" else "less"
     verdict, reason = verdict_rules.decide(ci, p.threshold, region_dir, fit["hr"], _label(p),
-                                           p.ci_level)
+                                           p.ci_level, boundary_words(p.margin, "ratio"))
     result = frame.result(fit["hr"], ci, fit["p"], verdict, reason, rows,
                           {**lr, "beta": fit["beta"], "se_beta": fit["se"],
                            "ci": "Wald: exp(beta -/+ z se)", "arm_coding": "treated=1",

@@ -39,6 +39,8 @@ from grokverify.catalog.criteria import (
     ScalarCompareParams,
     Statistic,
     ValueParams,
+    boundary_words,
+    effect_words,
     expect_params,
 )
 from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
@@ -106,8 +108,15 @@ def _scalar_label(p: ScalarCompareParams, paired: bool) -> str:
 
 
 def _scalar_region(p: ScalarCompareParams) -> str:
+    """E.g. "ratio <= 0.8", or under a non-inferiority margin "ratio <= 1.25 (non-inferiority:
+    t at most 25% higher than b)"."""
     op = "<=" if p.direction == "less" else ">="
-    return f"{p.effect} {op} {verdict_rules.format_number(p.threshold)}"
+    region = f"{p.effect} {op} {verdict_rules.format_number(p.threshold)}"
+    if p.margin == 0:
+        return region
+    worse = "higher" if p.direction == "less" else "lower"
+    words = effect_words(p.effect, 0.0, p.margin, p.treated, p.baseline, worse, "")
+    return f"{region} ({words})"
 
 
 Estimate = tuple[float, tuple[float, float], dict[str, Any]]
@@ -141,7 +150,8 @@ def run_scalar_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Criteri
     estimate, ci, boot = (_paired_effect(p, pairing, region) if pairing.paired
                           else _unpaired_effect(p, base, treat, region))
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
-                                           frame.effect_label, p.ci_level)
+                                           frame.effect_label, p.ci_level,
+                                           boundary_words(p.margin, p.effect))
     at_risk = (_paired_at_risk(pairing, p) if pairing.paired
                else _unpaired_at_risk(base, treat, p))
     verdict, reason, withheld = lower_bound_rule(

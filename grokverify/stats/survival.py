@@ -39,6 +39,8 @@ from grokverify.catalog.criteria import (
     TIME_ONLY,
     Effect,
     SurvivalCompareParams,
+    boundary_words,
+    effect_words,
     expect_params,
 )
 from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
@@ -436,13 +438,15 @@ def _effect_label(p: SurvivalCompareParams, tau: float = math.nan) -> str:
 
 
 def _claimed_region(p: SurvivalCompareParams) -> str:
+    """E.g. "ratio <= 0.8 (t at least 20% faster)", or under a non-inferiority margin
+    "ratio <= 1.25 (non-inferiority: t at most 25% slower than b)"."""
     op = "<=" if p.direction == "less" else ">="
-    pace = "faster" if p.direction == "less" else "slower"
+    better, worse = ("faster", "slower") if p.direction == "less" else ("slower", "faster")
     thr = verdict_rules.format_number(p.threshold)
-    if p.effect == "ratio":
-        return f"ratio {op} {thr} ({p.treated} at least {p.min_effect * 100:g}% {pace})"
-    m = verdict_rules.format_number(p.min_effect)
-    return f"difference {op} {thr} steps ({p.treated} at least {m} steps {pace})"
+    words = effect_words(p.effect, float(p.min_effect or 0.0), p.margin, p.treated, p.baseline,
+                         worse, better, "steps")
+    unit = "" if p.effect == "ratio" else " steps"
+    return f"{p.effect} {op} {thr}{unit} ({words})"
 
 
 def km_columns(arm: ArmSample, ci_level: float) -> dict[str, Any]:
@@ -487,7 +491,8 @@ def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> Crite
         estimate, side, words = bound
         details["estimate_bound"] = side
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
-                                           frame.effect_label, p.ci_level)
+                                           frame.effect_label, p.ci_level,
+                                           boundary_words(p.margin, p.effect))
     if bound is not None:
         plain = f"(point estimate {verdict_rules.format_number(estimate)})"
         reason = reason.replace(plain, f"(point estimate {words})")
@@ -514,7 +519,8 @@ def _run_rmst(p: SurvivalCompareParams, base: ArmSample, treat: ArmSample) -> Cr
         region=(p.direction, p.threshold), paired=pairing.paired,
     )
     verdict, reason = verdict_rules.decide(ci, p.threshold, p.direction, estimate,
-                                           frame.effect_label, p.ci_level)
+                                           frame.effect_label, p.ci_level,
+                                           boundary_words(p.margin, p.effect))
     return _result(frame, pairing, base, treat, estimate, ci, verdict, reason, rows, details)
 
 

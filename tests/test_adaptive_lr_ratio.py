@@ -1,0 +1,224 @@
+"""The adaptive_lr_ratio intervention (paper 1's Prop. 4.1 recomputed during training): a fixed
+c equals a plain run with emb_lr_mult = c, a recomputed c equals a plain per-seed loop that sets
+the embedding group's lr itself (numpy σmax, scipy's hypergeometric f_E), each seed is the same
+alone and batched, and its order among interventions is checked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from reference import PlainTrainer
+from scipy.stats import hypergeom
+
+from grokverify.engine.loop import SeedTrainer, train_seeds
+from grokverify.engine.models import mean_loss_of
+from grokverify.engine.optimizers import OPTIMIZERS, group_settings
+from grokverify.spec import ExperimentSpec
+from grokverify.tasks import build_dataset
+
+TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
+MLP = {"kind": "embed_mlp", "d": 8, "hidden": 12}
+TRAIN = {"steps": 40, "eval_interval": 10, "batch_size": 8, "early_stop": False}
+OPTIMIZERS_TESTED = {
+    "adamw": {"name": "adamw", "lr": 0.02, "weight_decay": 0.1},
+    "adam": {"name": "adam", "lr": 0.02, "weight_decay": 0.01},
+    "sgd": {"name": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.01},
+}
+
+
+def _exp(interventions: list[dict], optimizer: dict | None = None, c0: float = 1.0,
+         model: dict | None = None) -> ExperimentSpec:
+    return ExperimentSpec.model_validate({
+        "task": TASK, "model": model or MLP, "training": TRAIN,
+        "optimizer": {**(optimizer or OPTIMIZERS_TESTED["adamw"]), "emb_lr_mult": c0},
+        "interventions": interventions})
+
+
+def _adaptive(**kw: Any) -> dict:
+    return {"name": "adaptive_lr_ratio", "every": kw.pop("every", 7), **kw}
+
+
+def _params(trainer: SeedTrainer) -> dict[str, torch.Tensor]:
+    (shard,) = trainer.shards
+    return {k: v[:shard.n_real].detach().clone() for k, v in shard.model.params().items()}
+
+
+def _trained(exp: ExperimentSpec, seeds: list[int], steps: int,
+             dtype: torch.dtype = torch.float64) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    with SeedTrainer(exp, seeds, workers=1, dtype=dtype) as trainer:
+        trainer.train(steps)
+        trainer.record()  # hands the noted c_s to the records
+        return _params(trainer), trainer.results()
+
+
+@pytest.mark.parametrize("c0", [1.0, 3.0])  # 1: E shares W's parameter group
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS_TESTED))
+def test_a_fixed_c_trains_as_a_plain_run_with_that_embedding_lr_multiplier(
+        opt: str, c0: float) -> None:
+    """c clamped to [7, 7] from an optimizer at c0 equals the plain run at emb_lr_mult 7: the
+    update is linear in lr and the optimizer state does not depend on lr (float64)."""
+    fixed = _exp([_adaptive(c_min=7.0, c_max=7.0)], OPTIMIZERS_TESTED[opt], c0=c0)
+    plain = _exp([], OPTIMIZERS_TESTED[opt], c0=7.0)
+    got, records = _trained(fixed, [0, 1], 30)
+    want, _ = _trained(plain, [0, 1], 30)
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-10, atol=1e-12, msg=name)
+    for rec in records:
+        assert rec["curves"]["adaptive_lr_ratio.c"] == {"steps": [0, 7, 14, 21, 28],
+                                                        "values": [7.0] * 5}
+        assert rec["events"] == {"adaptive_lr_ratio": 0}
+
+
+def _f_e(exp: ExperimentSpec, seed: int) -> float:
+    """Mean over the tokens present of P(a batch of B of the N rows holds the token), from
+    scipy's hypergeometric law."""
+    data = build_dataset(exp.task, seed)
+    a, b = data.a[data.train_idx], data.b[data.train_idx]
+    n, batch = len(a), min(int(exp.training.batch_size), len(a))
+    counts = [int(np.sum((a == t) | (b == t))) for t in range(exp.task.p)]
+    return float(np.mean([1 - hypergeom(n, k, batch).pmf(0) for k in counts if k > 0]))
+
+
+def _reference(exp: ExperimentSpec, seed: int, steps: int) -> tuple[dict[str, torch.Tensor],
+                                                                    list[float]]:
+    """One seed, the plain model and torch's default optimizer with the embedding in its own
+    group, whose lr this loop sets to c · lr at steps 0, every, ... from numpy's σmax."""
+    iv = exp.interventions[0]
+    trainer = PlainTrainer(exp, seed, dtype=torch.float64)
+    model, spec = trainer.model, exp.optimizer
+    emb = [model.get_parameter(n) for n in model.embedding]
+    rest = [p for n, p in model.named_parameters() if n not in model.embedding]
+    optimizer = OPTIMIZERS[spec.name](
+        [{"params": emb, **group_settings(spec, "embedding")},
+         {"params": rest, **group_settings(spec, "decoder")}], spec, {})
+    roles = type(model).roles
+    f_e = _f_e(exp, seed)
+    a, b, y = trainer.train_set
+    pos = trainer.batches.take(steps)[:, 0]
+    trace = []
+    for k in range(steps + 1):
+        if k % iv.every == 0:
+            e, w = (model.get_parameter(roles[r]).detach().numpy() for r in ("E", "W"))
+            c = iv.k * np.linalg.svd(e, compute_uv=False)[0] \
+                / np.linalg.svd(w, compute_uv=False)[0] / f_e
+            c = float(np.clip(c, iv.c_min or 0, iv.c_max or np.inf))
+            trace.append(c)
+            optimizer.param_groups[0]["lr"] = spec.lr * c
+        if k == steps:
+            break
+        rows = pos[k]
+        loss = mean_loss_of(model, model(a[rows], b[rows]), y[rows])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return {n: p.detach() for n, p in model.named_parameters()}, trace
+
+
+@pytest.mark.parametrize(("opt", "kw"), [("adamw", {"k": 0.5}), ("sgd", {}),
+                                         ("adam", {"k": 2.0, "c_min": 1.0, "c_max": 9.0})])
+def test_a_recomputed_c_trains_as_a_plain_loop_that_sets_the_embedding_lr(
+        opt: str, kw: dict) -> None:
+    exp = _exp([_adaptive(**kw)], OPTIMIZERS_TESTED[opt], c0=3.0)
+    got, records = _trained(exp, [0, 1], 35)
+    for i, rec in enumerate(records):
+        want, trace = _reference(exp, i, 35)
+        for name, value in want.items():
+            torch.testing.assert_close(got[name][i], value, rtol=1e-9, atol=1e-11, msg=name)
+        curve = rec["curves"]["adaptive_lr_ratio.c"]
+        assert curve["steps"] == [0, 7, 14, 21, 28, 35]
+        np.testing.assert_allclose(curve["values"], trace, rtol=1e-9)
+        assert len(set(np.round(trace, 6))) > 1, "c should drift in this test"
+
+
+def test_a_seed_alone_equals_the_seed_in_a_chunk() -> None:
+    exp = _exp([_adaptive()], c0=3.0)
+    alone = train_seeds(exp, [1])[0]
+    chunk = train_seeds(exp, [0, 1, 2])[1]
+    assert alone == chunk
+    assert len(alone["curves"]["adaptive_lr_ratio.c"]["steps"]) == 6  # 0, 7, ..., 35
+
+
+def test_a_diverged_seed_stays_at_the_zeros_it_was_reset_to() -> None:
+    """The loop zeroes a diverged seed's parameters and optimizer state; the intervention's copy
+    of E follows, so its later steps leave that seed at zero, and the other seed trains on as
+    it would alone."""
+    exp = _exp([_adaptive()], c0=3.0)
+    with SeedTrainer(exp, [0, 1], workers=1, dtype=torch.float64) as trainer:
+        trainer.train(5)
+        with torch.no_grad():
+            trainer.shards[0].model.param("fc1.weight")[1].fill_(float("inf"))
+        trainer.record()
+        trainer.train(10)
+        e = _params(trainer)["embed.weight"]
+        assert trainer.results()[1]["summary"]["diverged"]
+    assert torch.equal(e[1], torch.zeros_like(e[1]))
+    alone, _ = _trained(exp, [0], 15)
+    torch.testing.assert_close(e[0], alone["embed.weight"][0], rtol=1e-12, atol=0)
+
+
+def test_a_clamp_holds_c_inside_its_bounds() -> None:
+    free = _trained(_exp([_adaptive()]), [0, 1], 20)[1]
+    first = [r["curves"]["adaptive_lr_ratio.c"]["values"][0] for r in free]
+    lo, hi = min(first) * 1.01, max(first) * 0.99  # each seed starts outside one bound
+    clamped = _trained(_exp([_adaptive(c_min=lo, c_max=hi)]), [0, 1], 20)[1]
+    for rec, start in zip(clamped, first, strict=True):
+        values = rec["curves"]["adaptive_lr_ratio.c"]["values"]
+        assert values[0] == (lo if start < lo else hi)
+        assert all(lo <= v <= hi for v in values)
+
+
+def test_after_a_rescaled_embedding_it_steps_from_the_rescaled_one() -> None:
+    rescale = {"name": "rescale_embedding", "factor": 0.25}
+    got, _ = _trained(_exp([rescale, _adaptive(c_min=5.0, c_max=5.0)]), [0, 1], 20)
+    want, _ = _trained(_exp([rescale], c0=5.0), [0, 1], 20)
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-10, atol=1e-12, msg=name)
+
+
+@pytest.mark.parametrize("freeze", [{"name": "freeze_embeddings", "from_step": 0},
+                                    {"name": "freeze_embeddings",
+                                     "when": {"curve": "train_acc", "at_least": 0.0}}])
+def test_after_freeze_embeddings_a_frozen_embedding_stays_frozen(freeze: dict) -> None:
+    exp = _exp([freeze, _adaptive()], c0=3.0)
+    with SeedTrainer(exp, [0, 1], workers=1) as trainer:
+        trainer.record()  # step 0: the condition holds for every seed
+        e0 = _params(trainer)["embed.weight"]
+        trainer.train(15)
+        trainer.record()
+        after = _params(trainer)
+        assert torch.equal(after["embed.weight"], e0)
+        assert not torch.equal(after["fc1.weight"], _exp_init_w(exp))
+        for rec in trainer.results():
+            assert rec["curves"]["adaptive_lr_ratio.c"]["steps"] == [0, 7, 14]
+
+
+def _exp_init_w(exp: ExperimentSpec) -> torch.Tensor:
+    with SeedTrainer(exp, [0, 1], workers=1) as trainer:
+        return _params(trainer)["fc1.weight"]
+
+
+@pytest.mark.parametrize("writer", [{"name": "freeze_embeddings", "from_step": 3},
+                                    {"name": "rescale_embedding", "factor": 2.0}])
+def test_listed_before_an_intervention_that_writes_the_embedding_it_is_refused(
+        writer: dict) -> None:
+    with pytest.raises(ValueError, match=f"must be listed after {writer['name']}"):
+        SeedTrainer(_exp([_adaptive(), writer]), [0, 1], workers=1)
+
+
+def test_a_clamp_with_c_min_above_c_max_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"c_min \(4\) exceeds c_max \(2\)"):
+        _exp([_adaptive(c_min=4.0, c_max=2.0)])
+
+
+@pytest.mark.parametrize("bad", [{"every": 0}, {"k": 0.0}, {"c_max": -1.0}, {"bogus": 1}])
+def test_bad_settings_are_refused(bad: dict) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        _exp([_adaptive(**bad)])
+
+
+def test_a_model_without_an_embedding_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs the token embedding matrix"):
+        _exp([_adaptive()], model={"kind": "scalar_mlp", "hidden": 8})
