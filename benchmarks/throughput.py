@@ -26,9 +26,10 @@ run, repeats interleaved, medians reported:
 Also measured, same run: the share of evaluation at the claims' quick scales (1 thread, as in a
 Ray worker), and the probes' cost on claims/p1_hessian_gap_narrows.yaml's quick adam arm, each
 over the same arm without probes, interleaved: every cheap probe (sigma_max, grad_norm_ratio,
-rank, fourier_share, update_norm) every 100 steps (`probe_overhead`), the claim's block-Hessian
-probe at its declared interval and iterations (`hessian_probe_overhead`), and a probe declared
-but never due after step 0 (`probes_idle_overhead`: the probe machinery when no probe runs).
+rank, fourier_share, update_norm, token_frequency) every 100 steps (`probe_overhead`), each of
+them alone (`probe_overhead.<name>`), the claim's block-Hessian probe at its declared interval
+and iterations (`hessian_probe_overhead`), and a probe declared but never due after step 0
+(`probes_idle_overhead`: the probe machinery when no probe runs).
 
 All in the pinned numerics every training process uses (grokverify.engine.numerics: ATen and MKL
 on their AVX2 kernels), the peer's runs included. Timed: training steps only. Figures are
@@ -60,6 +61,7 @@ from grokverify.catalog.probes import (  # noqa: E402
     GradNormRatioSpec,
     RankSpec,
     SigmaMaxSpec,
+    TokenFrequencySpec,
     UpdateNormSpec,
 )
 from grokverify.engine.loop import SeedTrainer  # noqa: E402
@@ -232,8 +234,9 @@ def probe_overheads(quick: bool, repeats: int, threads: int) -> dict[str, float]
     p1_hessian_gap_narrows.yaml's quick-scale adam arm (paper 1's MLP: p = 31, d = 64, hidden
     256, batch 128, 8 seeds): `hessian_probe_overhead` with the claim's own hessian_max probe
     (its interval and iterations), `probe_overhead` with every cheap probe (sigma_max,
-    grad_norm_ratio, rank, fourier_share, update_norm) every 100 steps, and
-    `probes_idle_overhead` with a probe declared but never due after step 0."""
+    grad_norm_ratio, rank, fourier_share, update_norm, token_frequency) every 100 steps, and
+    `probes_idle_overhead` with a probe declared but never due after step 0; and each cheap
+    probe alone every 100 steps (`probe_overhead.<name>`: what each costs)."""
     loaded = load_claim(REPO / "claims" / "p1_hessian_gap_narrows.yaml")
     exp = loaded.resolved["quick"]["adam"]
     n = int(loaded.scale_seeds("quick"))  # type: ignore[arg-type]
@@ -241,13 +244,15 @@ def probe_overheads(quick: bool, repeats: int, threads: int) -> dict[str, float]
              GradNormRatioSpec(name="grad_norm_ratio", every=100),
              RankSpec(name="rank", every=100), FourierShareSpec(name="fourier_share", every=100,
                                                                 k=5),
-             UpdateNormSpec(name="update_norm", every=100)]
+             UpdateNormSpec(name="update_norm", every=100),
+             TokenFrequencySpec(name="token_frequency", every=100)]
     variants = {
         "none": exp.model_copy(update={"probes": []}),
         "cheap/100": exp.model_copy(update={"probes": cheap}),
         "hessian": exp,
         "idle": exp.model_copy(
             update={"probes": [SigmaMaxSpec(name="sigma_max", every=MAX_STEPS)]}),
+        **{f"{c.name}/100": exp.model_copy(update={"probes": [c]}) for c in cheap},
     }
     (h,) = exp.probes
     steps = 500 if quick else 1000  # a multiple of both intervals: every repeat holds the same
@@ -261,7 +266,9 @@ def probe_overheads(quick: bool, repeats: int, threads: int) -> dict[str, float]
           f"all training rows): " + ", ".join(f"{k} {v:.0f} model-steps/s" for k, v in med.items()))
     return {"probe_overhead": med["none"] / med["cheap/100"] - 1,
             "hessian_probe_overhead": med["none"] / med["hessian"] - 1,
-            "probes_idle_overhead": med["none"] / med["idle"] - 1}
+            "probes_idle_overhead": med["none"] / med["idle"] - 1,
+            **{f"probe_overhead.{c.name}": med["none"] / med[f"{c.name}/100"] - 1
+               for c in cheap}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["eval_share"] = eval_share(args.quick, repeats)
     print(f"eval_share={summary['eval_share']:.3f}")
     probes = probe_overheads(args.quick, repeats, args.threads)
+    print(" ".join(f"{k}={v:.3f}" for k, v in probes.items() if k.startswith("probe_overhead.")))
     print(f"probes_idle_overhead={probes['probes_idle_overhead']:.3f} "
           f"hessian_probe_overhead={probes['hessian_probe_overhead']:.3f} "
           f"toy_fast_gain={summary['toy_fast_gain']:.2f} "

@@ -1,0 +1,1 @@
+"""Analyses of trained representations and of the theories papers give for them."""

@@ -1,0 +1,181 @@
+"""Representation probes of paper 2's toy (arXiv 2205.10343, §3.1, App. D) on an embedding
+E (p × d, any d ≥ 1; leading batch axes, e.g. seeds, are allowed: (..., p, d)).
+
+Definitions (samples, P0, classes: `grokverify.analysis.parallelogram`):
+
+- Normalisation (§3.1; official toy/train_add.py): per dimension, subtract the mean over the p
+  tokens and divide by the standard deviation over the tokens. The paper does not state the
+  standard deviation's ddof; the official code uses torch's default, the unbiased one, so
+  `ddof=1` is the default here. A dimension with zero spread, or a non-finite E, has no
+  normalised form: every probe then returns NaN (a diverged seed is not "0 parallelograms").
+- Defect of a parallelogram (i, j, m, n): D = Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n. `distance="norm"` (the
+  paper's δ-parallelogram, §3.1): |D|, the Euclidean norm over the d dimensions;
+  `distance="mean_sq"` (the official code): the mean over dimensions of D², which the code
+  compares with 0.01 — in 1-D that is |D| < 0.1, ten times looser than the paper's |D| ≤ 0.01.
+  Either way a parallelogram is *realised* when its distance is ≤ δ (the official code's
+  strict < differs only on a null set); δ defaults to 0.01 for both.
+- RQI (§3.1): |realised ∩ P0| / |P0|.
+- Predicted accuracy Acc^ (App. D; the official `calculate_Dbar` on the realised set): a sample
+  counts when it is a training sample, or shares a realised parallelogram with a training
+  sample — one step, no transitive closure, exactly as the official code (with an exact
+  parallelogram realisation is transitive within a class anyway; the two can differ only through
+  the δ tolerance). Reported over all samples (the official `pred_acc`, the paper's Fig. 3) and
+  over the non-training samples (`pred_test_acc`; paper 2's validation set is every
+  non-training pair, as in `grokverify.tasks` with `test_frac` unset).
+- Not-implied realised parallelograms (C9, the "Alexander principle", Fig. 10):
+  realised parallelograms outside the set the training set implies. Implied means, by default,
+  the paper's P(D): with chaining, every parallelogram whose equation is a linear consequence of
+  the training set's equations (as the official code computes it); `chaining=False` counts only
+  those whose two samples are both training samples (P0(D)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from grokverify.analysis.parallelogram import (
+    as_mask,
+    implied,
+    n_samples,
+    parallelogram_samples,
+    permissible_parallelograms,
+)
+
+Distance = Literal["norm", "mean_sq"]
+DELTA = 0.01  # paper 2, §3.1 (and the official code's threshold_P)
+
+
+def _as_embedding(E: np.ndarray) -> np.ndarray:
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim == 1:
+        E = E[:, None]
+    if E.shape[-2] < 2 or E.shape[-1] < 1:
+        raise ValueError(f"an embedding is (..., p, d) with p ≥ 2, d ≥ 1; got {E.shape}")
+    return E
+
+
+def normalise(E: np.ndarray, ddof: int = 1) -> np.ndarray:
+    """(E − mean) / std per dimension, over the token axis (−2); NaN where a dimension has zero
+    spread or E is not finite."""
+    E = _as_embedding(E)
+    mean = E.mean(axis=-2, keepdims=True)
+    std = E.std(axis=-2, ddof=ddof, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (E - mean) / std
+    return np.where(np.isfinite(std) & (std > 0), out, np.nan)
+
+
+def defects(E: np.ndarray, distance: Distance = "norm", normalised: bool = True,
+            ddof: int = 1) -> np.ndarray:
+    """(..., Q): the distance of each permissible parallelogram (order of P0) in E (normalised
+    first unless normalised=False)."""
+    if distance not in ("norm", "mean_sq"):
+        raise ValueError(f"distance must be 'norm' or 'mean_sq', got {distance!r}")
+    E = normalise(E, ddof) if normalised else _as_embedding(E)
+    p = E.shape[-2]
+    q = permissible_parallelograms(p)
+    d = E[..., q[:, 0], :] + E[..., q[:, 1], :] - E[..., q[:, 2], :] - E[..., q[:, 3], :]
+    if distance == "norm":
+        return np.sqrt((d * d).sum(axis=-1))
+    return (d * d).mean(axis=-1)
+
+
+def realised(E: np.ndarray, delta: float = DELTA, distance: Distance = "norm",
+             normalised: bool = True, ddof: int = 1) -> np.ndarray:
+    """(..., Q) bool: distance ≤ δ (False where the distance is NaN; see `_valid`)."""
+    if not delta >= 0:
+        raise ValueError(f"delta must be ≥ 0, got {delta!r}")
+    return defects(E, distance, normalised, ddof) <= delta
+
+
+def _valid(E: np.ndarray, normalised: bool, ddof: int) -> np.ndarray:
+    """(...,) bool: the embedding (normalised if asked) is finite everywhere."""
+    X = normalise(E, ddof) if normalised else _as_embedding(E)
+    return np.isfinite(X).all(axis=(-2, -1))
+
+
+def rqi(E: np.ndarray, delta: float = DELTA, distance: Distance = "norm",
+        normalised: bool = True, ddof: int = 1) -> np.ndarray | float:
+    """Share of permissible parallelograms realised within δ (NaN for an invalid embedding)."""
+    share = realised(E, delta, distance, normalised, ddof).mean(axis=-1)
+    out = np.where(_valid(E, normalised, ddof), share, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class PredictedAccuracy:
+    """Acc^ over all samples and over the non-training samples, and which samples count."""
+
+    acc_all: np.ndarray | float
+    acc_test: np.ndarray | float  # NaN when there are no non-training samples
+    reached: np.ndarray  # (..., N) bool: training samples and those one realised step away
+
+
+def predicted_accuracy(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
+                       distance: Distance = "norm", normalised: bool = True,
+                       ddof: int = 1) -> PredictedAccuracy:
+    """Acc^ (App. D). `train`: sample indices or a bool mask (N,); with a batch of embeddings
+    (..., p, d) a mask (..., N) gives each its own training set."""
+    E = _as_embedding(E)
+    p = E.shape[-2]
+    n = n_samples(p)
+    t = np.asarray(train)
+    mask = t if t.dtype == bool and t.ndim > 1 else as_mask(p, t)
+    if mask.shape[-1] != n:
+        raise ValueError(f"a training mask for p = {p} has {n} entries, got {mask.shape[-1]}")
+    real = realised(E, delta, distance, normalised, ddof)
+    pairs = parallelogram_samples(p)
+    a, b = pairs[:, 0], pairs[:, 1]
+    batch = np.broadcast_shapes(real.shape[:-1], mask.shape[:-1])
+    real = np.broadcast_to(real, batch + real.shape[-1:])
+    mask = np.broadcast_to(mask, batch + (n,))
+    hit_a = real & mask[..., b]  # sample a reached from training sample b
+    hit_b = real & mask[..., a]
+    inc_a = np.zeros((len(a), n))
+    inc_a[np.arange(len(a)), a] = 1.0
+    inc_b = np.zeros((len(b), n))
+    inc_b[np.arange(len(b)), b] = 1.0
+    reached = mask | ((hit_a @ inc_a + hit_b @ inc_b) > 0)
+    valid = _valid(E, normalised, ddof)
+    acc_all = np.where(valid, reached.mean(axis=-1), np.nan)
+    n_test = (~mask).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_test = np.where(valid & (n_test > 0), (reached & ~mask).sum(axis=-1) / n_test, np.nan)
+
+    def scalar(x: np.ndarray) -> np.ndarray | float:
+        return float(x) if np.ndim(x) == 0 else x
+
+    return PredictedAccuracy(acc_all=scalar(acc_all), acc_test=scalar(acc_test), reached=reached)
+
+
+@dataclass(frozen=True)
+class Unimplied:
+    """C9: realised parallelograms that the training set does not imply."""
+
+    count: int  # realised and not implied
+    realised: int  # realised in all
+    implied: int  # implied in all (realised or not)
+    share: float  # count / realised (NaN when nothing is realised)
+    mask: np.ndarray  # (Q,) bool over P0: realised and not implied
+
+
+def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
+                       distance: Distance = "norm", chaining: bool = True,
+                       normalised: bool = True, ddof: int = 1) -> Unimplied:
+    """Realised parallelograms outside the implied set (P(D) with chaining, P0(D) without), for
+    one embedding (p, d) and its training set. Raises on an invalid embedding."""
+    E = _as_embedding(E)
+    if E.ndim != 2:
+        raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")
+    if not bool(_valid(E, normalised, ddof)):
+        raise ValueError("the embedding has no normalised form (a constant dimension or NaN)")
+    p = E.shape[0]
+    real = realised(E, delta, distance, normalised, ddof)
+    imp = implied(p, train, chaining=chaining)
+    out = real & ~imp
+    n_real = int(real.sum())
+    return Unimplied(count=int(out.sum()), realised=n_real, implied=int(imp.sum()),
+                     share=float(out.sum() / n_real) if n_real else float("nan"), mask=out)
