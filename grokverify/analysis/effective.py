@@ -39,11 +39,12 @@ time and is there for when the flow itself is wanted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from grokverify.analysis import parallelogram as pg
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -73,30 +74,25 @@ Training = ArrayLike | ParallelogramSystem
 
 def all_samples(p: int) -> IntArray:
     """Every sample of the toy, (i, j) with 0 ≤ i ≤ j < p: p (p + 1) / 2 rows."""
-    i, j = np.triu_indices(p)
-    return np.stack([i, j], axis=1).astype(np.int64)
+    return pg.samples(p)
 
 
 def parallelogram_system(train: ArrayLike, p: int) -> ParallelogramSystem:
     """P0(D) and its matrix for the training samples `train` ((n, 2) pairs; order within a pair
-    and repeats do not matter: the toy's samples are unordered pairs)."""
+    and repeats do not matter: the toy's samples are unordered pairs). The parallelograms, their
+    rows and the exact nullity are `grokverify.analysis.parallelogram`'s."""
     if p < 2:
         raise ValueError(f"p must be at least 2, got {p}")
     pairs = np.asarray(train, dtype=np.int64).reshape(-1, 2)
     if pairs.size and (pairs.min() < 0 or pairs.max() >= p):
         raise ValueError(f"training samples must lie in 0..{p - 1}")
-    samples = np.unique(np.sort(pairs, axis=1), axis=0).reshape(-1, 2)
-    sums = samples.sum(axis=1)
-    quads = [(*samples[s], *samples[t]) for total in np.unique(sums)
-             for s, t in combinations(np.flatnonzero(sums == total), 2)]
-    quads_arr = np.array(quads, dtype=np.int64).reshape(-1, 4)
-    vectors = np.zeros((len(quads_arr), p))
-    rows = np.arange(len(quads_arr))
-    for col, sign in enumerate((1.0, 1.0, -1.0, -1.0)):
-        np.add.at(vectors, (rows, quads_arr[:, col]), sign)
-    rank = int(np.linalg.matrix_rank(vectors)) if len(quads_arr) else 0
-    return ParallelogramSystem(p=p, samples=samples, quads=quads_arr, vectors=vectors,
-                               gram=vectors.T @ vectors, nullity=p - rank)
+    i, j = np.sort(pairs, axis=1).T
+    mask = pg.as_mask(p, np.unique(i * p - i * (i - 1) // 2 + (j - i)))  # lexicographic index
+    keep = mask[pg.parallelogram_samples(p)].all(axis=1)
+    vectors = pg.equation_rows(p)[keep].astype(np.float64)
+    return ParallelogramSystem(p=p, samples=pg.samples(p)[mask],
+                               quads=pg.permissible_parallelograms(p)[keep], vectors=vectors,
+                               gram=vectors.T @ vectors, nullity=pg.nullity(p, mask))
 
 
 def _system(train: Training, p: int) -> ParallelogramSystem:
