@@ -3,7 +3,11 @@ library's README: claim, role, verdict, the estimate and CI (or each family memb
 seeds, the run's wall time with how many seeds it trained and reused, and what the claim's paper
 scale would cost: its arithmetic (`grokverify.budget.estimate`, every seed to the full budget)
 and the CPU core-hours that is at 43 GFLOP/s a core, the rate measured for paper 1's MLP at
-p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md). No GPU rate has been measured.
+p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md), and the GPU-hours of an NVIDIA H200
+at the engine's step times measured there for the same MLP (benchmarks/README.md, "GPU": one arm's
+seeds as one batched model, 1.93 ms a step at 8 seeds, 2.47 at 32, 3.06 at 128, 11.45 at 512;
+between them linear in the seed count), summed over the arms, every seed to the full budget,
+probes not counted.
 
 Usage: python3 runners/verdict_table.py REPORTS_DIR
 """
@@ -15,9 +19,11 @@ import sys
 from pathlib import Path
 
 from grokverify.pipeline import scale_flops
-from grokverify.spec import load_claim
+from grokverify.spec import LoadedClaim, load_claim
 
 CPU_FLOPS = 43e9  # a core, paper 1's MLP at p = 97 (perf-notes: 31.5 steps/s x 1.36 GFLOP)
+# H200 seconds a training step of one arm takes, by the arm's seed count (benchmarks/README.md)
+GPU_STEP_S = ((8, 8 / 4151), (32, 32 / 12966), (128, 128 / 41845), (512, 512 / 44719))
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -26,6 +32,26 @@ def _number(x: float | str | None) -> str:
     if x is None:
         return "—"
     return x if isinstance(x, str) else f"{x:.3g}"
+
+
+def gpu_step_seconds(seeds: int) -> float:
+    """A step's time at `seeds` batched: the measured points, linear between them, flat below
+    the first (the step is launch-bound there) and linear in the seeds above the last."""
+    (n0, t0), *rest = GPU_STEP_S
+    if seeds <= n0:
+        return t0
+    for n1, t1 in rest:
+        if seeds <= n1:
+            return t0 + (t1 - t0) * (seeds - n0) / (n1 - n0)
+        n0, t0 = n1, t1
+    return t0 * seeds / n0
+
+
+def gpu_hours(loaded: LoadedClaim, scale: str) -> float:
+    """Every arm of the scale to its full budget, one arm's seeds batched, on one H200."""
+    n = loaded.max_seeds(scale)
+    return sum(exp.training.steps * gpu_step_seconds(n)
+               for _, _, _, exp in loaded.experiments([scale])) / 3600
 
 
 def row(result: dict) -> str:
@@ -44,7 +70,8 @@ def row(result: dict) -> str:
     loaded = load_claim(REPO / claim["file"])
     paper = "paper" if "paper" in loaded.claim.scales else None
     flops = scale_flops(loaded, paper) if paper else float("nan")
-    cost = f"{flops / 1e15:.3g} PFLOP, {flops / CPU_FLOPS / 3600:.3g} core-h" if paper else "—"
+    cost = (f"{flops / 1e15:.3g} PFLOP, {flops / CPU_FLOPS / 3600:.3g} core-h, "
+            f"{gpu_hours(loaded, paper):.2g} H200-h") if paper else "—"
     return (f"| {claim['id']} | {claim['source']['role']} | **{result['verdict']}** | {effect} "
             f"| {seeds} | {minutes:.1f} ({work}) | {cost} |")
 
