@@ -17,8 +17,16 @@ The report (``docs/mutation-report.md``) gets the date, commit, mutmut version, 
 counts per module, the score, every surviving mutant and the equivalent ones. Not in CI: the
 core modules give thousands of mutants, hours on 2 cores; run it before a release.
 
-Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only]`` (``--report-only``
-re-reads the last run in ``mutants/``). The last line is ``mutation_score=...``.
+Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only] [--rerun-alive]``
+(``--report-only`` re-reads the last run in ``mutants/``). The last line is
+``mutation_score=...``.
+
+``--rerun-alive`` re-runs only the mutants the committed report lists as surviving or unchecked
+(less the ones since listed as equivalent), against the current tests, and carries the rest of
+that report's verdicts over: every other mutant was killed then, and stays killed as long as the
+core modules are unchanged since the report's commit (checked: it refuses otherwise) and no test
+file was deleted (checked; the report lists the test files changed since). The report says which
+mutants were carried and from which commit. Minutes instead of hours after a round of new tests.
 """
 
 from __future__ import annotations
@@ -83,7 +91,40 @@ def module_of(mutant: str) -> str:
     return parts[0]
 
 
-def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float | None) -> float:
+CARRIED = "killed (carried)"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def previous_run() -> tuple[str, list[str]]:
+    """The committed report's commit and the mutants it lists as still alive."""
+    text = REPORT.read_text()
+    commit = re.search(r"^- commit: ([0-9a-f]+)", text, re.M)
+    carried = re.search(r"^- carried from: ([0-9a-f]+)", text, re.M)
+    if commit is None:
+        raise SystemExit(f"{REPORT.name} names no commit: run without --rerun-alive")
+    section = text.split("## Surviving mutants", 1)[1].split("\n## ", 1)[0]
+    alive = re.findall(r"^- `([^`]+)`: ", section, re.M)
+    return (carried or commit).group(1), alive
+
+
+def carry_problems(since: str) -> list[str]:
+    """Why the kills of the run at `since` may not hold now (empty: they hold)."""
+    problems = []
+    changed = _git("diff", "--name-only", since, "--", *core_modules())
+    if changed:
+        problems.append(f"core modules changed since {since}: {changed.split()}")
+    deleted = _git("diff", "--name-only", "--diff-filter=D", since, "--", "tests")
+    if deleted:
+        problems.append(f"test files deleted since {since}: {deleted.split()}")
+    return problems
+
+
+def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float | None,
+                 carried_from: str | None = None) -> float:
     mutated = set(core_modules())
     unknown = sorted(n for n in set(equiv) - set(status) if module_of(n) in mutated)
     if unknown:
@@ -93,7 +134,7 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
     for name, st in status.items():
         by_module[module_of(name)]["equivalent" if name in equiv else st] += 1
     total = sum(sum(c.values()) for c in by_module.values())
-    killed = sum(c[k] for c in by_module.values() for k in KILLED)
+    killed = sum(c[k] for c in by_module.values() for k in KILLED | {CARRIED})
     eq = len(equiv)
     not_run = sum(c[k] for c in by_module.values() for k in NOT_RUN)
     denominator = total - eq - not_run
@@ -113,6 +154,17 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
         f"- run time: {seconds / 60:.0f} min" if seconds is not None else
         "- run time: (report re-read from the last run)",
         f"- modules: {', '.join(core_modules())}",
+    ]
+    if carried_from is not None:
+        n_carried = sum(c[CARRIED] for c in by_module.values())
+        touched = _git("diff", "--name-status", carried_from, "--", "tests").splitlines()
+        lines += [
+            f"- carried from: {carried_from} (this run re-ran only the mutants that report listed "
+            f"as surviving or unchecked; the {n_carried} it had killed are counted as killed: "
+            f"the core modules are unchanged since {carried_from}, no test file was deleted; "
+            f"test files added or modified since: {len(touched)})",
+        ]
+    lines += [
         f"- **mutation_score = {killed} / ({total} − {eq} equivalent − {not_run} skipped) = "
         f"{score:.3f}**",
         "",
@@ -121,12 +173,12 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
     ]
     for module in sorted(by_module):
         c = by_module[module]
-        k = sum(c[x] for x in KILLED)
+        k = sum(c[x] for x in KILLED | {CARRIED})
         other = sum(c.values()) - k - c["survived"] - c["no tests"] - c["equivalent"]
         lines.append(f"| {module} | {sum(c.values())} | {k} | {c['survived']} | "
                      f"{c['no tests']} | {c['equivalent']} | {other} |")
     alive = sorted(n for n, st in status.items()
-                   if n not in equiv and st not in KILLED | NOT_RUN)
+                   if n not in equiv and st not in KILLED | NOT_RUN | {CARRIED})
     lines += ["", f"## Surviving mutants ({len(alive)})", "",
               "Each needs a test, or an entry in benchmarks/mutation_equivalent.txt. "
               "`mutmut show <name>` prints the change.", ""]
@@ -141,17 +193,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--rerun-alive", action="store_true",
+                    help="re-run only what the committed report lists as alive; carry the rest")
     args = ap.parse_args(argv)
     seconds = None
+    equiv = equivalents()
+    since, names = None, []
+    if args.rerun_alive:
+        since, alive = previous_run()
+        if problems := carry_problems(since):
+            raise SystemExit("--rerun-alive: " + "; ".join(problems) + ": run it in full")
+        names = [n for n in alive if n not in equiv]
     if not args.report_only:
         start = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children",
-                              str(args.max_children)], cwd=ROOT)
+                              str(args.max_children), *names], cwd=ROOT)
         seconds = time.perf_counter() - start
         if run.returncode not in (0, 1):
             print(f"mutmut run exited {run.returncode}")
             return run.returncode
-    score = write_report(statuses(), equivalents(), seconds)
+    status = statuses()
+    if since is not None:
+        rerun = set(names) | set(equiv)
+        status = {n: CARRIED if n not in rerun and st == "not checked" else st
+                  for n, st in status.items()}
+    score = write_report(status, equiv, seconds, since)
     print(f"report: {REPORT.relative_to(ROOT)}")
     print(f"mutation_score={score:.3f}")
     return 0

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from grokverify.catalog.models import EmbedMLPSpec, ToySumSpec
 from grokverify.catalog.probes import FourierShareSpec, RankSpec
+from grokverify.engine import probes as probes_mod
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import DataShape
@@ -69,6 +70,24 @@ def test_rank_of_matrices_of_known_rank_equals_numpy() -> None:
     assert rank_of(torch.from_numpy(batch), 1e-3).tolist() == want_known
     wide = np.stack([_low_rank(rng, 4, 10, r) for r in (2, 4)])  # more columns than rows
     assert rank_of(torch.from_numpy(wide).float(), 1e-3).tolist() == [2, 4]
+
+
+def test_rank_from_the_gram_matrix_equals_the_svd_count() -> None:
+    """From GRAM_MIN_RTOL up the rank is counted on the Gram matrix's singular values: the same
+    count as an SVD's (numpy), for low ranks (exact zeros become ~1e-8 · σmax there, far below
+    the cut), full ranks with spread spectra, and singular values 1e-5 relative
+    on either side of the cut."""
+    rng = np.random.default_rng(7)
+    mats = [_low_rank(rng, 256, 128, r) for r in (1, 17, 127)]
+    mats += [rng.standard_normal((256, 128)) * np.logspace(0, -5, 128)]  # spread columns
+    cut = 1e-3 * 3.0
+    mats += [_with_singular_values(rng, 97, 128, [3.0, 1.0, cut * (1 + 1e-5), cut * (1 - 1e-5),
+                                                  1e-7])[:, :]]
+    for rtol in (probes_mod.GRAM_MIN_RTOL, 1e-3, 0.05):
+        for m in mats:
+            got = rank_of(torch.from_numpy(m[None]), rtol).item()
+            assert got == _np_rank(m, rtol), (m.shape, rtol)
+    assert rank_of(torch.from_numpy(mats[-1][None]), 1e-3).item() == 3
 
 
 def _reference_ew(model: BatchedModel, i: int) -> np.ndarray:
