@@ -21,8 +21,9 @@ Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only] [--rer
 (``--report-only`` re-reads the last run in ``mutants/``). The last line is
 ``mutation_score=...``.
 
-``--rerun-alive`` re-runs only the mutants the committed report lists as surviving or unchecked
-(less the ones since listed as equivalent), against the current tests, and carries the rest of
+``--rerun-alive`` re-runs only the mutants the committed report lists as surviving or unchecked,
+and those listed as equivalent (one a test kills is reported as a stale entry), against the
+current tests, and carries the rest of
 that report's verdicts over: every other mutant was killed then, and stays killed as long as the
 core modules are unchanged since the report's commit (checked: it refuses otherwise) and no test
 file was deleted (checked; the report lists the test files changed since). The report says which
@@ -130,6 +131,10 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
     if unknown:
         raise SystemExit(f"{EQUIVALENT.name} lists mutants this run does not have: {unknown}")
     equiv = {n: why for n, why in equiv.items() if n in status}  # of the modules mutated now
+    # an entry whose mutant a test kills is stale (the code moved and the name now means another
+    # mutant, or the reason was wrong): counted as killed and listed, so that it gets fixed
+    stale = sorted(n for n in equiv if status[n] in KILLED)
+    equiv = {n: why for n, why in equiv.items() if n not in stale}
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
     for name, st in status.items():
         by_module[module_of(name)]["equivalent" if name in equiv else st] += 1
@@ -183,6 +188,10 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
               "Each needs a test, or an entry in benchmarks/mutation_equivalent.txt. "
               "`mutmut show <name>` prints the change.", ""]
     lines += [f"- `{n}`: {status[n]}" for n in alive] or ["(none)"]
+    if stale:
+        lines += ["", f"## Listed as equivalent but killed ({len(stale)})", "",
+                  "Stale entries of benchmarks/mutation_equivalent.txt: remove or renumber.", ""]
+        lines += [f"- `{n}`: {status[n]}" for n in stale]
     lines += ["", f"## Equivalent mutants ({eq})", ""]
     lines += [f"- `{n}`: {why}" for n, why in sorted(equiv.items())] or ["(none)"]
     REPORT.write_text("\n".join(lines) + "\n")
@@ -203,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         since, alive = previous_run()
         if problems := carry_problems(since):
             raise SystemExit("--rerun-alive: " + "; ".join(problems) + ": run it in full")
-        names = [n for n in alive if n not in equiv]
+        # the equivalent ones too: one that a test now kills is a stale entry (write_report)
+        names = [n for n in alive if n not in equiv] + sorted(equiv)
     if not args.report_only:
         start = time.perf_counter()
         run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children",

@@ -72,3 +72,14 @@ def test_carrying_is_refused_when_a_core_module_changed() -> None:
     first = mutation._git("rev-list", "--max-parents=0", "HEAD").split()[0]
     problems = mutation.carry_problems(first)
     assert problems and "core modules changed since" in problems[0]
+
+
+def test_an_equivalent_entry_that_a_test_kills_is_listed_as_stale(report: Path) -> None:
+    names = [f"grokverify.verdict.x_f__mutmut_{i}" for i in range(1, 4)]
+    status = {names[0]: "killed", names[1]: "survived", names[2]: "killed"}
+    score = mutation.write_report(status, {names[1]: "same", names[2]: "wrongly listed"}, None)
+    assert score == pytest.approx(2 / 2)  # 2 killed of 3 - 1 (truly) equivalent
+    text = report.read_text()
+    stale = text.split("## Listed as equivalent but killed (1)", 1)[1].split("## Equivalent", 1)[0]
+    assert f"`{names[2]}`: killed" in stale
+    assert f"`{names[1]}`: same" in text.split("## Equivalent mutants (1)", 1)[1]
