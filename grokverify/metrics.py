@@ -18,6 +18,7 @@ from grokverify.catalog.metrics import (
     CurveAt,
     CurveMean,
     CurveRatio,
+    CurveReaches,
     FallOnset,
     FallOnsetRatio,
     FinalValue,
@@ -68,6 +69,18 @@ def delay_ratio(result: dict[str, Any], spec: MetricSpec) -> Observation | None:
     if s["val_step"] is None:
         return s["budget"] / fit, False
     return max(s["val_step"], fit) / fit, True
+
+
+def curve_reaches(result: dict[str, Any], spec: CurveReaches) -> Observation | None:
+    """The first recorded step whose (non-null) value is at or past the level; censored at the
+    budget, or at the last recorded step of a record frozen by early stopping (a diverged seed
+    stays censored at the budget: its `on_diverged` rule decides)."""
+    for step, v in _points(result, spec.curve):
+        if v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level):
+            return float(step), True
+    s = result["summary"]
+    end = s["stopped_step"] if s.get("done") and not s["diverged"] else s["budget"]
+    return float(end), False
 
 
 # ---------------------------------------------------------------- fall of a probe trace
@@ -213,6 +226,7 @@ METRICS: dict[str, MetricFn] = {
     "train_threshold_step": train_threshold_step,
     "grokking_lag": grokking_lag,
     "delay_ratio": delay_ratio,
+    "curve_reaches": curve_reaches,
     "fall_onset": fall_onset,
     "fall_onset_ratio": fall_onset_ratio,
     "curve_at": curve_at,

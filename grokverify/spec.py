@@ -193,7 +193,7 @@ class ExperimentSpec(StrictModel):
                         f"{item.name} needs {ROLE_WORDS[role]} ({role}), which model "  # type: ignore[attr-defined]
                         f"{self.model.kind!r} does not have (it has: {', '.join(roles)})")
         for probe in self.probes:
-            if why := probe.misfit(self.task.p):
+            if why := probe.misfit(self.task):
                 raise ValueError(why)
         names = [p.name for p in self.probes]  # type: ignore[attr-defined]
         if len(set(names)) != len(names):

@@ -87,7 +87,8 @@ VALUE_METRIC = ("metric:\n  name: val_threshold_step\n",
 
 # the words of each kind (catalog.metrics.KIND_WORDS) and its metrics, in catalog order
 TIME_WORDS = ("time metric (a time to an event, censored at the budget: val_threshold_step, "
-              "train_threshold_step, grokking_lag, delay_ratio, fall_onset, fall_onset_ratio)")
+              "train_threshold_step, grokking_lag, delay_ratio, curve_reaches, fall_onset, "
+              "fall_onset_ratio)")
 VALUE_WORDS = "value metric (a signed per-seed value read off a curve, never censored)"
 PROPORTION_NOTE = "value metrics with outcome value_below or value_above only"
 # the criteria that take a value metric, in catalog order, proportion with its note

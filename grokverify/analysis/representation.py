@@ -105,6 +105,21 @@ def rqi(E: np.ndarray, delta: float = DELTA, distance: Distance = "norm",
     return float(out) if out.ndim == 0 else out
 
 
+def reached_samples(real: np.ndarray, mask: np.ndarray, p: int) -> np.ndarray:
+    """(..., N) bool: the training samples (mask, (..., N)) and every sample that shares a
+    realised parallelogram (real, (..., Q) over P0) with one: Acc^'s one step (App. D)."""
+    pairs = parallelogram_samples(p)
+    a, b = pairs[:, 0], pairs[:, 1]
+    batch = np.broadcast_shapes(real.shape[:-1], mask.shape[:-1])
+    real = np.broadcast_to(real, batch + real.shape[-1:]).reshape(-1, len(a))
+    mask = np.broadcast_to(mask, batch + mask.shape[-1:]).reshape(-1, mask.shape[-1])
+    out = mask.copy()
+    for near, far in ((a, b), (b, a)):  # sample `near` reached from training sample `far`
+        rows, q = np.nonzero(real & mask[:, far])
+        out[rows, near[q]] = True
+    return out.reshape(batch + mask.shape[-1:])
+
+
 @dataclass(frozen=True)
 class PredictedAccuracy:
     """Acc^ over all samples and over the non-training samples, and which samples count."""
@@ -126,19 +141,7 @@ def predicted_accuracy(E: np.ndarray, train: np.ndarray | list[int], delta: floa
     mask = t if t.dtype == bool and t.ndim > 1 else as_mask(p, t)
     if mask.shape[-1] != n:
         raise ValueError(f"a training mask for p = {p} has {n} entries, got {mask.shape[-1]}")
-    real = realised(E, delta, distance, normalised, ddof)
-    pairs = parallelogram_samples(p)
-    a, b = pairs[:, 0], pairs[:, 1]
-    batch = np.broadcast_shapes(real.shape[:-1], mask.shape[:-1])
-    real = np.broadcast_to(real, batch + real.shape[-1:])
-    mask = np.broadcast_to(mask, batch + (n,))
-    hit_a = real & mask[..., b]  # sample a reached from training sample b
-    hit_b = real & mask[..., a]
-    inc_a = np.zeros((len(a), n))
-    inc_a[np.arange(len(a)), a] = 1.0
-    inc_b = np.zeros((len(b), n))
-    inc_b[np.arange(len(b)), b] = 1.0
-    reached = mask | ((hit_a @ inc_a + hit_b @ inc_b) > 0)
+    reached = reached_samples(realised(E, delta, distance, normalised, ddof), mask, p)
     valid = _valid(E, normalised, ddof)
     acc_all = np.where(valid, reached.mean(axis=-1), np.nan)
     n_test = (~mask).sum(axis=-1)

@@ -18,7 +18,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from grokverify.catalog.limits import MAX_STEPS
-from grokverify.specbase import Int, StrictModel
+from grokverify.specbase import Float, Int, StrictModel
 
 Kind = Literal["time", "value"]
 MAX_SMOOTH = 101  # the widest running median a fall metric may declare
@@ -101,6 +101,27 @@ class DelayRatio(TimeMetric):
 
     undefined: ClassVar[str] = "undefined (training set never fitted)"
     name: Literal["delay_ratio"]
+
+
+class CurveReaches(TimeMetric):
+    """Steps until a curve first reaches a level: the first recorded step at which its value is
+    >= level (direction above) or <= level (below), null and non-finite values skipped;
+    censored at the budget when it never does, and at the last recorded step of a record that
+    early stopping froze before the budget (nothing was measured after it)."""
+
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
+    name: Literal["curve_reaches"]
+    curve: str = Field(description="a curve the experiment records, e.g. parallelogram.rqi")
+    level: Float = Field(description="the level the curve must reach (the step where it "
+                                     "equals the level counts)")
+    direction: Literal["above", "below"] = Field(
+        "above", description="above: value >= level; below: value <= level")
+
+    def describe(self) -> str:
+        sign = ">=" if self.direction == "above" else "<="
+        return (f"steps until {self.curve} is first {sign} {self.level:g} at a recorded step; "
+                "censored at the budget when it never is (at the last recorded step of a record "
+                "frozen by early stopping).")
 
 
 SmoothWindow = Annotated[Int, Field(ge=1, le=MAX_SMOOTH, description=(
@@ -302,6 +323,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "train_threshold_step": TrainThresholdStep,
     "grokking_lag": GrokkingLag,
     "delay_ratio": DelayRatio,
+    "curve_reaches": CurveReaches,
     "fall_onset": FallOnset,
     "fall_onset_ratio": FallOnsetRatio,
     "curve_at": CurveAt,

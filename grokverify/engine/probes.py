@@ -13,14 +13,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from grokverify.analysis.representation import Distance
 
 from grokverify.catalog.probes import (
     FourierShareSpec,
     GradNormRatioSpec,
     HessianMaxSpec,
+    ParallelogramSpec,
     ProbeSpec,
     RankSpec,
     SigmaMaxSpec,
@@ -301,3 +308,73 @@ def token_frequency(model: BatchedModel, spec: ProbeSpec,
     f_w = torch.ones_like(f_e)
     return {"token_frequency.E": f_e, "token_frequency.W": f_w,
             "token_frequency_ratio": f_w / f_e}
+
+
+def sample_masks(a: Tensor, b: Tensor, p: int) -> np.ndarray:
+    """(S, N) bool: each seed's training samples, in `parallelogram.samples(p)` order (i ≤ j,
+    lexicographic), from its training rows a, b (S, n); (a, b) and (b, a) are one sample."""
+    from grokverify.analysis import parallelogram as pg  # scipy: only where the probe runs
+
+    lo = torch.minimum(a, b).cpu().numpy().astype(np.int64)
+    hi = torch.maximum(a, b).cpu().numpy().astype(np.int64)
+    index = lo * p - lo * (lo - 1) // 2 + (hi - lo)  # rows i < lo hold p - i samples each
+    masks = np.zeros((len(lo), pg.n_samples(p)), dtype=bool)
+    masks[np.arange(len(lo))[:, None], index] = True
+    return masks
+
+
+@lru_cache(maxsize=256)
+def _implied(p: int, mask: bytes) -> np.ndarray:
+    """P(D) of one training set, cached: it is fixed for a seed's whole run and costs far more
+    than the rest of the probe (exact rational null space)."""
+    from grokverify.analysis import parallelogram as pg
+    return pg.implied(p, np.frombuffer(mask, dtype=bool).copy())
+
+
+PARALLELOGRAM_CURVES = ("rqi", "acc", "acc_test", "unimplied", "unimplied_share")
+
+
+def parallelogram_of(e: np.ndarray, masks: np.ndarray, delta: float,
+                     distance: Distance) -> dict[str, np.ndarray]:
+    """Per seed (`ParallelogramSpec`): RQI, Acc^ over all and over non-training samples, and
+    the realised parallelograms the training set does not imply (count, share), from embeddings
+    e (S, p, d) and training masks (S, N). The realised set is computed once per seed and the
+    three measures read it; they equal `representation.rqi`, `.predicted_accuracy` and
+    `.unimplied_realised` (tests/test_parallelogram_probe.py), which would each recompute it
+    (and the implied set, cached here per training set)."""
+    from grokverify.analysis import representation as rep
+    n_seeds, p = e.shape[0], e.shape[1]
+    out = {c: np.full(n_seeds, np.nan) for c in PARALLELOGRAM_CURVES}
+    for s in range(n_seeds):
+        if not np.isfinite(e[s]).all():  # diverged
+            continue
+        x = rep.normalise(e[s])
+        if not np.isfinite(x).all():  # a constant dimension: no normalised form
+            continue
+        real = rep.realised(x, delta, distance, normalised=False)
+        mask = masks[s]
+        reached = rep.reached_samples(real, mask, p)
+        n_test = int((~mask).sum())
+        unimplied = real & ~_implied(p, mask.tobytes())
+        n_real = int(real.sum())
+        out["rqi"][s] = real.mean()
+        out["acc"][s] = reached.mean()
+        out["acc_test"][s] = (reached & ~mask).sum() / n_test if n_test else np.nan
+        out["unimplied"][s] = unimplied.sum()
+        out["unimplied_share"][s] = unimplied.sum() / n_real if n_real else np.nan
+    return out
+
+
+@probe("parallelogram")
+def parallelogram(model: BatchedModel, spec: ProbeSpec,
+                  ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, ParallelogramSpec)
+    if ctx.train is None:
+        raise ValueError("parallelogram needs the training rows (ProbeContext.train)")
+    p = model.shape.p
+    e = model.param(model.role("E")).detach()[:, :p].double().cpu().numpy()  # number rows
+    values = parallelogram_of(e, sample_masks(ctx.train[0], ctx.train[1], p), spec.delta,
+                              spec.distance)
+    device = model.leaves[0].device
+    return {f"parallelogram.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
+            for c, v in values.items()}
