@@ -231,6 +231,17 @@ def _shares(rng: np.random.Generator, n: int, share: float) -> dict[str, ArmSamp
     return {"arm": sim.outcome_arm("arm", sim.bernoulli_outcomes(rng, n, share))}
 
 
+CROSSING_XS = (0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def _crossing_shares(rng: np.random.Generator, n: int, at: float,
+                     slope: float) -> dict[str, ArmSample]:
+    """One arm per x of CROSSING_XS, n seeds of 0/1 values each, P(1) = 0.5 + slope (x - at):
+    linear, so the true crossing of 1/2 is `at`, which interpolation between points finds."""
+    return {f"x{x:g}": sim.make_arm(f"x{x:g}", (rng.random(n) < 0.5 + slope * (x - at))
+                                    .astype(float), kind="value") for x in CROSSING_XS}
+
+
 def _pairs(rng: np.random.Generator, n: int, rho: float) -> dict[str, ArmSample]:
     x, y = sim.correlated_pair(rng, n, rho)
     return {"arm": sim.correlation_arm("arm", x, y, "grokking_lag", "delay_ratio")}
@@ -496,6 +507,17 @@ def build_settings(n_boot: int) -> list[Setting]:
                 10.2, 12, True, sequential=True),
         Setting("value", "alt: mean (bootstrap-t), normal sd 0.2, mean = 10.0", va,
                 P(_values1, dist="normal", loc=10.0, scale=0.2), 10.0, 20, False),
+    ]
+
+    # crossing: P(1) linear in x over five arms (slope 3: 0.29..0.89 around a crossing at
+    # 0.37), region [0.37, 0.45]; null: the truth on its low end; alt: inside at 0.41
+    cr = {"name": "crossing", "points": {f"x{x:g}": x for x in CROSSING_XS},
+          "region": [0.37, 0.45], "n_boot": n_boot}
+    out += [
+        Setting("crossing", "linear shares, slope 3, crossing 0.37 = region low", cr,
+                P(_crossing_shares, at=0.37, slope=3.0), 0.37, 100, True),
+        Setting("crossing", "linear shares, slope 3, crossing 0.41", cr,
+                P(_crossing_shares, at=0.41, slope=3.0), 0.41, 200, False),
     ]
 
     # families of 4 survival_compare members ("at least 20% faster" on each of 4 tasks),

@@ -652,10 +652,15 @@ def _is_prime(n: int) -> bool:
 
 
 def _find_value(tree: Any, value: str, path: Path_ = ()) -> Path_:
+    """Where a criterion names an arm: a field's value (baseline: c1), else a key of a mapping
+    field (crossing's points: {c1: 0.3})."""
     if isinstance(tree, dict):
         for key, sub in tree.items():
             if sub == value:
                 return (*path, key)
+        for key, sub in tree.items():
+            if isinstance(sub, dict) and value in sub:
+                return (*path, key, value)
     return path
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 from statsmodels.stats.multitest import multipletests
-from test_p_against_theta import Case, arm, normal, run_case, times
+from test_p_against_theta import Case, arm, normal, run_case, shares, times
 
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.family import combine
@@ -146,6 +146,11 @@ CLEAR: dict[str, Callable[[int, bool], Case]] = {
     "value": lambda s, inside: (
         {"name": "value", "arm": "a", "target": 3.0, "tol": 1.0, "n_boot": 400},
         [normal("a", 3.0 if inside else 6.0, 10 * s, n=40)]),
+    "crossing": lambda s, inside: (
+        {"name": "crossing", "points": {"a": 0.2, "b": 0.3, "c": 0.4},
+         "region": [0.28, 0.36] if inside else [0.36, 0.5], "n_boot": 400},
+        [shares(k, q, 10 * s + i, n=200) for i, (k, q) in enumerate(
+            zip("abc", (0.1, 0.45, 0.9), strict=True))]),
 }
 
 

@@ -93,7 +93,7 @@ VALUE_WORDS = "value metric (a signed per-seed value read off a curve, never cen
 PROPORTION_NOTE = "value metrics with outcome value_below or value_above only"
 # the criteria that take a value metric, in catalog order, proportion with its note
 VALUE_TAKERS = (f"scalar_compare, equivalence, proportion ({PROPORTION_NOTE}), correlation, "
-                "value")
+                "value, crossing")
 
 
 def problems(tmp_path: Path, text: str) -> list[str]:
@@ -185,7 +185,7 @@ def test_a_family_under_a_criterion_without_p_values_is_refused_naming_the_taker
         f"{line_no(text, 'family:')} family: criterion 'survival_compare' gives no one-sided "
         "p-values against the boundary of its claimed region, so its members cannot be "
         "combined into a family; families take cox_hazard_ratio, scalar_compare, equivalence, "
-        "proportion, correlation, value"]
+        "proportion, correlation, value, crossing"]
 
 
 # ---------------------------------------------------------------- sequential seeds

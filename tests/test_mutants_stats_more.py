@@ -33,7 +33,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.weightstats import ttost_ind
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict, sequential
 from grokverify.stats.common import broken_pairs_words, pair_arms, require_arms, take_seeds
 from grokverify.stats.sequential import Look, Rounds, nominal_levels, spending
 
@@ -295,6 +295,14 @@ def _oracle_crossings(fractions: tuple[float, ...], levels: list[float],
     return out
 
 
+@pytest.fixture
+def fresh_levels() -> None:
+    """The levels are cached per design: computed afresh here, so that the test checks the
+    computation and not an earlier test's result (or, under mutmut, the parent process's)."""
+    sequential._nominal_levels_cached.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_levels")
 def test_nominal_levels_spend_alpha_exactly_with_a_short_step() -> None:
     """Two looks close together (t = 0.5 and 0.51: the Gaussian kernel between them has sd 0.1,
     so the continuation density must be integrated on fine panels): the O'Brien-Fleming nominal

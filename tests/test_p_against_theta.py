@@ -113,11 +113,30 @@ def _value() -> list[Case]:
             for st in ("mean", "median") for d in (0.0, 0.3, 0.5, 0.8, 2.5) for s in range(2)]
 
 
+def shares(name: str, share: float, seed: int, n: int = 60) -> ArmSample:
+    """n seeds of 0/1 values, each 1 with probability `share` (a value metric)."""
+    values = (np.random.default_rng(seed).random(n) < share).astype(float)
+    return ArmSample(name, values, np.ones(n, bool), tuple(range(n)), kind="value")
+
+
+def _crossing() -> list[Case]:
+    """Shares 0.1, 0.45, 0.9 at x 0.2, 0.3, 0.4 (crossing near 0.31) against regions from
+    wholly inside to wholly outside; a lone arm past the level has no crossing."""
+    cases = []
+    for seed in range(2):
+        arms = [shares(k, q, 3 * seed + i) for i, (k, q) in enumerate(
+            zip("abc", (0.1, 0.45, 0.9), strict=True))]
+        for region in ([0.28, 0.36], [0.3, 0.32], [0.31, 0.4], [0.34, 0.5], [0.2, 0.27]):
+            cases.append(({"name": "crossing", "points": {"a": 0.2, "b": 0.3, "c": 0.4},
+                           "region": region, "n_boot": 400}, arms))
+    return cases
+
+
 # criterion -> datasets spanning its claimed region's boundary; a new criterion must add its own
 CASES: dict[str, Callable[[], list[Case]]] = {
     "survival_compare": _survival, "cox_hazard_ratio": _cox, "scalar_compare": _scalar,
     "equivalence": _equivalence, "proportion": _proportion, "correlation": _correlation,
-    "value": _value,
+    "value": _value, "crossing": _crossing,
 }
 
 

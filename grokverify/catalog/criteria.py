@@ -11,7 +11,8 @@ Metric kinds accepted (`CriterionSchema.kinds_of`):
 * ``proportion``: ``time`` for ``outcome: observed`` (reached the event); ``time`` or ``value``
   for ``value_below`` / ``value_above`` (the share of seeds beyond a cut is as meaningful for a
   probe's value as for a time);
-* ``scalar_compare``, ``equivalence``, ``value``, ``correlation``: ``time`` and ``value``.
+* ``scalar_compare``, ``equivalence``, ``value``, ``correlation``: ``time`` and ``value``;
+* ``crossing``: ``value`` only (arm means of values in [0, 1] crossing a level).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ NBoot = Annotated[Int, Field(ge=MIN_N_BOOT, le=MAX_N_BOOT)]
 Paired = Annotated[bool, Strict()]
 TIME_ONLY: tuple[Kind, ...] = ("time",)
 ANY_KIND: tuple[Kind, ...] = ("time", "value")
+VALUE_ONLY: tuple[Kind, ...] = ("value",)
 
 
 def expect_params(params: BaseModel, cls: type[P]) -> P:
@@ -475,6 +477,64 @@ class CorrelationParams(BaseModel):
         return self.min_effect if self.direction == "positive" else -self.min_effect
 
 
+# ---------------------------------------------------------------- crossing
+
+
+class CrossingParams(BaseModel):
+    """Claim: the x at which the arms' mean per-seed value crosses ``level`` lies in
+    ``region`` [low, high] (paper 2: P(n0 = 2) against the training fraction crosses 1/2 near
+    0.4). ``points`` maps each arm to its x, written in increasing x (the arms of a grid, e.g.
+    ``{f0.3: 0.3, f0.35: 0.35}``); the metric is a value in [0, 1] per seed (a share's
+    indicator or a probability).
+
+    Monotonicity is assumed: the arm means rise with x (``direction: rising``, default) or fall
+    (``falling``), so the crossing is located by linear interpolation between the first
+    adjacent pair of points whose means bracket the level (rising: m_i < level <= m_(i+1)).
+    No bracket (the first mean already at or past the level, or the last short of it) leaves
+    the crossing outside the points: censored, INCONCLUSIVE. CI: percentile bootstrap over
+    seeds within each arm (``n_boot`` resamples from ``bootstrap_seed``); a resample without a
+    bracket counts as -inf or +inf (its crossing lies below the first or beyond the last x).
+    SUPPORTED when the CI lies within the region, REFUTED when it lies wholly outside it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Literal["crossing"]
+    points: dict[str, Float] = Field(min_length=2, description=(
+        "arm -> its x (e.g. the arm's train_frac), in strictly increasing x"))
+    level: Float = Field(0.5, gt=0, lt=1, description="the mean value whose crossing is sought")
+    direction: Literal["rising", "falling"] = "rising"
+    region: list[Float] = Field(min_length=2, max_length=2, description=(
+        "[low, high]: the claimed x of the crossing, both ends included"))
+    ci_level: CILevel = 0.95
+    n_boot: NBoot = 2000
+    bootstrap_seed: RngSeed = 0
+
+    @field_validator("points")
+    @classmethod
+    def _increasing(cls, v: dict[str, float]) -> dict[str, float]:
+        pairs = list(v.items())
+        for (a, x0), (b, x1) in zip(pairs, pairs[1:], strict=False):
+            if not x1 > x0:
+                raise ValueError(f"x must increase strictly in the order written: {b!r} has "
+                                 f"x = {x1:g} after {a!r} with x = {x0:g}")
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _interval(cls, v: list[float]) -> list[float]:
+        if not v[0] < v[1]:
+            raise ValueError(f"region [low, high] needs low < high, got [{v[0]:g}, {v[1]:g}]")
+        return v
+
+    @property
+    def arms(self) -> list[str]:
+        return list(self.points)
+
+    @property
+    def xs(self) -> list[float]:
+        return [float(x) for x in self.points.values()]
+
+
 # ---------------------------------------------------------------- the registry
 
 
@@ -540,6 +600,11 @@ def correlation_metrics(params: BaseModel) -> list[MetricSpec]:
     return expect_params(params, CorrelationParams).metrics_needed()
 
 
+def crossing_arms(params: BaseModel) -> list[str]:
+    """The arms of ``points``, in increasing x."""
+    return expect_params(params, CrossingParams).arms
+
+
 def survival_sequential_refusal(params: BaseModel) -> str:
     """``summary: rmst`` is calibrated at a fixed seed count only."""
     if expect_params(params, SurvivalCompareParams).summary != "rmst":
@@ -564,4 +629,5 @@ CRITERION_SPECS: dict[str, CriterionSchema] = {s.name: s for s in (
     CriterionSchema("correlation", CorrelationParams, _one_arm(CorrelationParams), ANY_KIND,
                     correlation_metrics),
     CriterionSchema("value", ValueParams, _one_arm(ValueParams), ANY_KIND),
+    CriterionSchema("crossing", CrossingParams, crossing_arms, VALUE_ONLY),
 )}

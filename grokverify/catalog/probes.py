@@ -274,14 +274,49 @@ class ParallelogramSpec(ProbeSpec):
         return ("E",)
 
     def misfit(self, task: ProbeTask) -> str | None:
-        if task.op != "add" or task.modular:
-            return (f"parallelogram: needs paper 2's sum task (op add, modular false), got op "
-                    f"{task.op!r}, modular {str(task.modular).lower()}: its parallelograms "
-                    "i + j = m + n are those of the plain sum")
-        if not 3 <= task.p <= MAX_PARALLELOGRAM_P:
-            return (f"parallelogram: needs 3 <= p <= {MAX_PARALLELOGRAM_P}, got p = {task.p} "
-                    "(p = 2 has no parallelogram; the count grows as p³)")
-        return None
+        return paper2_misfit("parallelogram", task)
+
+
+def paper2_misfit(probe: str, task: ProbeTask) -> str | None:
+    """Why a probe of paper 2's parallelogram algebra cannot measure the task: its
+    parallelograms i + j = m + n are those of the plain sum over 0..p-1 (None: it can)."""
+    if task.op != "add" or task.modular:
+        return (f"{probe}: needs paper 2's sum task (op add, modular false), got op "
+                f"{task.op!r}, modular {str(task.modular).lower()}: its parallelograms "
+                "i + j = m + n are those of the plain sum")
+    if not 3 <= task.p <= MAX_PARALLELOGRAM_P:
+        return (f"{probe}: needs 3 <= p <= {MAX_PARALLELOGRAM_P}, got p = {task.p} "
+                "(p = 2 has no parallelogram; the count grows as p³)")
+    return None
+
+
+class ParallelogramNullitySpec(ProbeSpec):
+    """Paper 2's nullity n0 of each seed's training set (arXiv 2205.10343, §3.2, Fig. 4a, App.
+    C): the training samples (i, j), i ≤ j, of one class (i + j) force E_i + E_j = E_m + E_n
+    on an ideal model, and n0 = p − rank of that linear system A(D) (≥ 2: translation and
+    scale); n0 = 2 pins the embedding to E_k = a + k·b, the structure that generalises.
+
+    Curves: `parallelogram_nullity.n0` (the nullity, `grokverify.analysis.parallelogram.
+    nullities`: exact integer Gram matrix, eigenvalue rank) and `parallelogram_nullity.is2`
+    (1.0 when n0 = 2, else 0.0; its mean over seeds is paper 2's P(n0 = 2) at the arm's
+    training fraction). A seed's training set is the samples of its training rows, (a, b) and
+    (b, a) one sample, as in `parallelogram`.
+
+    A property of the split alone, read from ProbeContext.train: no role, any model, constant
+    over training (a flat curve); with a zero-step budget it is read at step 0 with `curve_at`
+    and nothing is trained. Same task check as `parallelogram` (op add, modular false,
+    3 ≤ p ≤ 64)."""
+
+    name: Literal["parallelogram_nullity"]
+
+    def curves(self) -> list[str]:
+        return ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ()  # the split only
+
+    def misfit(self, task: ProbeTask) -> str | None:
+        return paper2_misfit("parallelogram_nullity", task)
 
 
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
@@ -293,4 +328,5 @@ PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "hessian_max": HessianMaxSpec,
     "token_frequency": TokenFrequencySpec,
     "parallelogram": ParallelogramSpec,
+    "parallelogram_nullity": ParallelogramNullitySpec,
 }

@@ -27,6 +27,7 @@ from grokverify.catalog.probes import (
     FourierShareSpec,
     GradNormRatioSpec,
     HessianMaxSpec,
+    ParallelogramNullitySpec,
     ParallelogramSpec,
     ProbeSpec,
     RankSpec,
@@ -378,3 +379,30 @@ def parallelogram(model: BatchedModel, spec: ProbeSpec,
     device = model.leaves[0].device
     return {f"parallelogram.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
             for c, v in values.items()}
+
+
+def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
+    """(S,) float64 n0 of each seed's training mask (S, N) (`ParallelogramNullitySpec`), cached
+    per training set: a seed's split is fixed for its whole run, so every probe point after the
+    first is a look-up."""
+    return np.array([_nullity(p, mask.tobytes()) for mask in masks], dtype=np.float64)
+
+
+@lru_cache(maxsize=4096)
+def _nullity(p: int, mask: bytes) -> int:
+    from grokverify.analysis import parallelogram as pg
+    return int(pg.nullities(p, np.frombuffer(mask, dtype=bool)[None])[0])
+
+
+@probe("parallelogram_nullity")
+def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
+                          ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, ParallelogramNullitySpec)
+    if ctx.train is None:
+        raise ValueError("parallelogram_nullity needs the training rows (ProbeContext.train)")
+    p = model.shape.p
+    n0 = nullity_of(sample_masks(ctx.train[0], ctx.train[1], p), p)
+    device = model.leaves[0].device
+    return {"parallelogram_nullity.n0": torch.as_tensor(n0, dtype=torch.float64, device=device),
+            "parallelogram_nullity.is2": torch.as_tensor((n0 == 2).astype(np.float64),
+                                                         device=device)}

@@ -1,0 +1,162 @@
+"""``crossing``: where the arms' mean value crosses a level, against a claimed range of x.
+
+Paper 2's critical fraction is "where P(n0 = 2) crosses 1/2" over the training fraction: each
+arm is one x (declared in ``points``), each seed gives a value in [0, 1] (there, 1 when its
+split's nullity is 2), and the arm's mean estimates the probability at that x.
+
+Estimate. Assuming the curve of means is monotone in x (rising by default, falling with
+``direction: falling``), the crossing is read by linear interpolation between the first
+adjacent pair of points whose means bracket the level (rising: m_i < level <= m_(i+1)), as
+`grokverify.analysis.parallelogram.critical_fraction` does over training-set sizes. Without a
+bracket the crossing lies outside the points (at or below the first x, or beyond the last):
+censored, so no estimate and INCONCLUSIVE, saying which side.
+
+CI. Percentile bootstrap over seeds: each resample redraws every arm's seeds with replacement
+within the arm (arms independently: the arms of a train_frac grid share no randomness, since
+the split stream is keyed by the whole task; arms that did share seeds' randomness would
+need a joint resampling, which this criterion does not do) and recomputes the crossing; a
+resample without a bracket counts as -inf (crossed before the first x) or +inf (not by the
+last x), so such resamples widen the CI to an unbounded side instead of being clamped to the
+grid. The CI's ends are order statistics in Davison & Hinkley's convention: with B resamples
+and alpha/2 = a, k = floor(a (B + 1)), the CI is [x*_(k), x*_(B+1-k)]; k = 0 (too few
+resamples for the level) gives (-inf, inf).
+
+Verdict: `grokverify.verdict.decide_interval` against ``region`` (both ends included). The
+one-sided p's against the region invert the same order statistics: p = (c + 1) / (B + 1), c the
+resamples on the wrong side of an end (p_support: the larger of those below low and those
+above high; p_refute: the smaller of those at or above low and those at or below high), so
+SUPPORTED <=> p_support <= a and REFUTED <=> p_refute < a whenever a (B + 1) is not an integer
+(the default 2000 resamples at 95%: 50.025).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from grokverify import verdict as verdict_rules
+from grokverify.catalog.criteria import CRITERION_SPECS, CrossingParams, expect_params
+from grokverify.stats.base import P_TOL, ArmSample, Criterion, CriterionResult
+from grokverify.stats.common import Frame, arm_row, require_arms, too_few_seeds
+
+NAME = "crossing"
+CENSORING = ("a value metric is never censored (seeds without a value are left out and "
+             "counted); a crossing outside the points is: no estimate (INCONCLUSIVE) when the "
+             "arm means do not bracket the level, and -inf / +inf for a bootstrap resample "
+             "that does not (crossed before the first x / not by the last)")
+
+
+def crossings(xs: np.ndarray, means: np.ndarray, level: float, rising: bool) -> np.ndarray:
+    """(B,) crossing x of each row of means (B, K) over increasing xs (K,): linear
+    interpolation inside the first adjacent pair that brackets `level` (rising: m_i < level
+    <= m_(i+1); falling: m_i > level >= m_(i+1)); -inf where there is none and the first mean
+    is already at or past the level, +inf where there is none otherwise."""
+    s = (means - level) if rising else (level - means)  # the crossing: s from < 0 to >= 0
+    found, i = _first_bracket(s)
+    rows = np.arange(len(s))
+    s0, s1 = s[rows, i], s[rows, i + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):  # rows without a bracket: replaced
+        x = xs[i] + (-s0 / (s1 - s0)) * (xs[i + 1] - xs[i])
+    beyond = np.where(s[:, 0] >= 0, -math.inf, math.inf)
+    return np.where(found, x, beyond)
+
+
+def _first_bracket(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(found, i) per row of s (B, K), signed distances past the level: whether some pair
+    has s_i < 0 <= s_(i+1), and the first such i (0 where none)."""
+    bracket = (s[:, :-1] < 0) & (s[:, 1:] >= 0)
+    return bracket.any(axis=1), np.argmax(bracket, axis=1)
+
+
+def order_k(ci_level: float, n_boot: int) -> int:
+    """Davison & Hinkley's order statistic k = floor(alpha/2 (B + 1)) of the percentile CI."""
+    return int(math.floor((1.0 - ci_level) / 2.0 * (n_boot + 1) * (1 + P_TOL)))
+
+
+def _columns(arm: ArmSample, x: float) -> dict[str, Any]:
+    return {"x": x, "seeds": arm.n, "mean": float(arm.values.mean()) if arm.n else math.nan}
+
+
+def _words(p: CrossingParams) -> tuple[str, str]:
+    fmt = verdict_rules.format_number
+    rises = "rises" if p.direction == "rising" else "falls"
+    label = f"x at which the arm mean {rises} through {fmt(p.level)}"
+    region = f"crossing x within [{fmt(p.region[0])}, {fmt(p.region[1])}]"
+    return label, region
+
+
+def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
+    """The interpolated crossing of the arm means, its percentile-bootstrap CI over seeds,
+    and the verdict against the claimed region."""
+    p = expect_params(params, CrossingParams)
+    data = require_arms(NAME, p.arms, arms, ("value",))
+    xs = np.asarray(p.xs, dtype=float)
+    low, high = float(p.region[0]), float(p.region[1])
+    rising = p.direction == "rising"
+    label, region_words = _words(p)
+    fmt = verdict_rules.format_number
+    alpha = 1.0 - p.ci_level
+    frame = Frame(NAME, label, "percentile bootstrap CI of the interpolated crossing, seeds "
+                  "resampled within each arm (no test)", low, region_words, p.ci_level,
+                  {"censoring": CENSORING, "level": p.level, "direction": p.direction,
+                   "region": [low, high], "points": dict(zip(p.arms, p.xs, strict=True)),
+                   "alpha": alpha, "alpha_one_sided": alpha / 2,
+                   "monotonicity": f"assumed: the arm means {p.direction.replace('ing', 'e')} "
+                                   "with x; the first bracketing pair decides"})
+    rows = [arm_row(a, _columns(a, x)) for a, x in zip(data, p.xs, strict=True)]
+    if why := too_few_seeds(data, 2):
+        return frame.inconclusive(why, rows)
+    outside = [f"arm {a.name!r} has {int(((a.values < 0) | (a.values > 1)).sum())} value(s) "
+               "outside [0, 1]" for a in data if ((a.values < 0) | (a.values > 1)).any()]
+    if outside:
+        return frame.inconclusive("; ".join(outside) + ", and the crossing criterion reads "
+                                  "each arm's mean as a probability (values in [0, 1])", rows)
+    means = np.array([a.values.mean() for a in data])
+    steps = np.diff(means) if rising else -np.diff(means)
+    mean_details = {"means": means.tolist(), "monotone": bool((steps >= 0).all()),
+                    "n_against_direction": int((steps < 0).sum())}
+    estimate = float(crossings(xs, means[None], p.level, rising)[0])
+    if math.isinf(estimate):
+        side = (f"the first point's mean ({data[0].name}: {fmt(means[0])}) is already at or "
+                f"past {fmt(p.level)}, so the crossing lies at or below x = {fmt(xs[0])}"
+                if estimate < 0 else
+                f"no adjacent pair of arm means brackets {fmt(p.level)} (means "
+                f"{fmt(means.min())} to {fmt(means.max())}), so the crossing lies beyond "
+                f"x = {fmt(xs[-1])}")
+        return frame.inconclusive(f"{side}: censored, outside the points declared", rows,
+                                  {**mean_details, "censored_estimate": "below the first x"
+                                   if estimate < 0 else "beyond the last x"})
+    rng = np.random.default_rng(p.bootstrap_seed)
+    boot_means = np.stack([a.values[rng.integers(0, a.n, size=(p.n_boot, a.n))].mean(axis=1)
+                           for a in data], axis=1)  # (B, K), arms drawn in points order
+    boot = np.sort(crossings(xs, boot_means, p.level, rising))
+    k = order_k(p.ci_level, p.n_boot)
+    ci = (boot[k - 1], boot[p.n_boot - k]) if k >= 1 else (-math.inf, math.inf)
+    ci = (float(ci[0]), float(ci[1]))
+    verdict, reason = verdict_rules.decide_interval(ci, low, high, estimate, label, p.ci_level)
+    lo_i = int(_first_bracket((means - p.level if rising else p.level - means)[None])[1][0])
+    hi_i = lo_i + 1
+    reason = (reason.rstrip(".") + f"; interpolated between {data[lo_i].name} (x = "
+              f"{fmt(xs[lo_i])}, mean {fmt(means[lo_i])}) and {data[hi_i].name} (x = "
+              f"{fmt(xs[hi_i])}, mean {fmt(means[hi_i])}).")
+    below, above = int(np.isneginf(boot).sum()), int(np.isposinf(boot).sum())
+    result = frame.result(estimate, ci, None, verdict, reason, rows, {
+        **mean_details, "bracket": [data[lo_i].name, data[hi_i].name],
+        "ci_method": "percentile bootstrap, order statistics [x*_(k), x*_(B+1-k)], "
+                     "k = floor(alpha/2 (B + 1)) (Davison & Hinkley)",
+        "bootstrap": "seeds resampled with replacement within each arm, arms independently "
+                     "(np.random.default_rng(bootstrap_seed), arms drawn in points order)",
+        "n_boot": p.n_boot, "bootstrap_seed": p.bootstrap_seed, "order_statistic_k": k,
+        "resamples_crossing_below_first_x": below, "resamples_crossing_beyond_last_x": above,
+        "p_method": "(c + 1) / (B + 1), c the resamples on the wrong side of a region end "
+                    "(the order statistics the CI reads)"})
+    n1 = p.n_boot + 1
+    result.p_support = max(int((boot < low).sum()) + 1, int((boot > high).sum()) + 1) / n1
+    result.p_refute = min(int((boot >= low).sum()) + 1, int((boot <= high).sum()) + 1) / n1
+    return result
+
+
+CROSSING = Criterion.of(CRITERION_SPECS[NAME], run_crossing)

@@ -1,0 +1,267 @@
+"""The crossing criterion: the interpolated x where the arm means cross a level, its
+percentile-bootstrap CI over seeds, and the verdict against a claimed region, on synthetic
+arms with a hand-computed crossing; censored (no crossing) cases; p's against the region that
+give the CI's verdict; bad params refused naming the field; in a claim file."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pydantic
+import pytest
+
+from grokverify.spec import load_claim
+from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import verdict_from_p
+from grokverify.stats.crossing import crossings, order_k
+from grokverify.yamlio import SpecError
+
+
+def arm(name: str, ones: int, n: int) -> ArmSample:
+    """An arm of n seeds of which `ones` have value 1 (mean ones / n), the rest 0."""
+    values = (np.arange(n) < ones).astype(float)
+    return ArmSample(name, values, np.ones(n, bool), tuple(range(n)), kind="value")
+
+
+def params(**kw: Any) -> dict[str, Any]:
+    return {"name": "crossing", "points": {"a": 0.2, "b": 0.3, "c": 0.4},
+            "region": [0.3, 0.35], "n_boot": 999, **kw}
+
+
+def run(p: dict[str, Any], *arms: ArmSample) -> CriterionResult:
+    crit = CRITERIA["crossing"]
+    result = crit.run(crit.params_model.model_validate(p), {a.name: a for a in arms})
+    json.dumps(result.to_dict(), allow_nan=False)
+    assert result.reason.endswith(".")
+    return result
+
+
+def three(n: int, means: tuple[float, float, float] = (0.2, 0.4, 0.8)) -> list[ArmSample]:
+    return [arm(name, round(m * n), n) for name, m in zip("abc", means, strict=True)]
+
+
+# means 0.2, 0.4, 0.8 at x 0.2, 0.3, 0.4: 0.5 is crossed between b and c, a quarter of the
+# way from 0.4 to 0.8, so x = 0.3 + (0.5 - 0.4) / (0.8 - 0.4) * 0.1 = 0.325
+HAND = 0.325
+
+
+def test_crossings_interpolates_the_first_bracket() -> None:
+    xs = np.array([0.2, 0.3, 0.4])
+    means = np.array([[0.2, 0.4, 0.8],   # 0.325
+                      [0.2, 0.5, 0.8],   # reaches 0.5 exactly at b: 0.3
+                      [0.6, 0.7, 0.9],   # already past at the first x: -inf
+                      [0.1, 0.2, 0.4],   # never reaches it: +inf
+                      [0.4, 0.6, 0.3]])  # not monotone: the first bracket, a-b: 0.25
+    got = crossings(xs, means, 0.5, rising=True)
+    np.testing.assert_allclose(got, [HAND, 0.3, -math.inf, math.inf, 0.25])
+    falling = crossings(xs, 1 - means[:1], 0.5, rising=False)  # 0.8, 0.6, 0.2
+    np.testing.assert_allclose(falling, [0.3 + 0.1 / 0.4 * 0.1])
+
+
+def test_estimate_is_the_hand_interpolation_and_the_ci_covers_it() -> None:
+    res = run(params(), *three(400))
+    assert res.estimate == pytest.approx(HAND)
+    assert res.ci[0] <= HAND <= res.ci[1] and res.ci[1] - res.ci[0] < 0.03
+    assert res.verdict == Verdict.SUPPORTED, res.reason
+    assert "interpolated between b (x = 0.3, mean 0.4) and c (x = 0.4, mean 0.8)" in res.reason
+    assert res.ci_level == 0.95 and res.details["alpha"] == pytest.approx(0.05)
+    assert res.details["means"] == pytest.approx([0.2, 0.4, 0.8])
+    assert res.p_value is None and res.details["bracket"] == ["b", "c"]
+    assert [row.columns["x"] for row in res.arms] == [0.2, 0.3, 0.4]
+    assert [row.columns["mean"] for row in res.arms] == pytest.approx([0.2, 0.4, 0.8])
+
+
+def test_the_ci_is_the_percentile_order_statistics_of_a_reproducible_bootstrap() -> None:
+    arms = three(40)
+    first, again = run(params(), *arms), run(params(), *arms)
+    assert first.ci == again.ci  # seeded from the claim's bootstrap_seed
+    other = run(params(bootstrap_seed=7), *arms)
+    assert other.details["bootstrap_seed"] == 7
+    # by hand: the same draws, in points order, and the k-th order statistics
+    rng = np.random.default_rng(0)
+    boot = np.stack([a.values[rng.integers(0, a.n, (999, a.n))].mean(axis=1) for a in arms], 1)
+    x = np.sort(crossings(np.array([0.2, 0.3, 0.4]), boot, 0.5, True))
+    k = order_k(0.95, 999)
+    assert k == 25  # floor(0.025 * 1000)
+    assert first.ci == (x[k - 1], x[999 - k])
+
+
+@pytest.mark.parametrize(("region", "verdict", "words"), [
+    ([0.3, 0.35], Verdict.SUPPORTED, "lies wholly within the claimed region [0.3, 0.35]"),
+    ([0.36, 0.5], Verdict.REFUTED, "lies wholly below the claimed region [0.36, 0.5]"),
+    ([0.2, 0.31], Verdict.REFUTED, "lies wholly above the claimed region [0.2, 0.31]"),
+    ([0.32, 0.33], Verdict.INCONCLUSIVE, "overlaps the claimed region [0.32, 0.33]"),
+])
+def test_verdicts_against_the_region(region: list[float], verdict: Verdict, words: str) -> None:
+    res = run(params(region=region), *three(400))
+    assert res.verdict == verdict and words in res.reason, res.reason
+    assert verdict_from_p(res.p_support, res.p_refute, 0.025) == verdict
+
+
+def test_few_seeds_give_a_wide_ci_and_no_verdict() -> None:
+    res = run(params(region=[0.3, 0.35]), *three(10))
+    assert res.verdict == Verdict.INCONCLUSIVE and (res.ci[0] < 0.3 or res.ci[1] > 0.35)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_p_against_the_region_gives_the_ci_verdict(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for n in (20, 60, 200):
+        arms = [ArmSample(k, (rng.random(n) < q).astype(float), np.ones(n, bool),
+                          tuple(range(n)), kind="value")
+                for k, q in zip("abc", (0.1, 0.45, 0.9), strict=True)]
+        for region in ([0.25, 0.3], [0.29, 0.33], [0.3, 0.4], [0.33, 0.5], [0.1, 0.28]):
+            res = run(params(region=region, n_boot=400), *arms)
+            assert verdict_from_p(res.p_support, res.p_refute, 0.025) == res.verdict, \
+                (region, res.ci, res.p_support, res.p_refute)
+
+
+def test_no_crossing_inside_the_points_is_censored() -> None:
+    never = run(params(), *three(20, (0.1, 0.2, 0.4)))
+    assert never.verdict == Verdict.INCONCLUSIVE and math.isnan(never.estimate)
+    assert "the crossing lies beyond x = 0.4: censored" in never.reason
+    assert never.p_support is None and never.to_dict()["ci"] == [None, None]
+    already = run(params(), *three(20, (0.6, 0.7, 0.9)))
+    assert already.verdict == Verdict.INCONCLUSIVE
+    assert "already at or past 0.5, so the crossing lies at or below x = 0.2" in already.reason
+    assert already.details["censored_estimate"] == "below the first x"
+
+
+def test_resamples_without_a_crossing_make_the_ci_unbounded() -> None:
+    """Means 1/3 and 2/3 over 6 seeds: many resamples put a's mean at or past 0.5, or b's
+    short of it."""
+    res = run(params(points={"a": 0.2, "b": 0.3}, region=[0.2, 0.3]),
+              arm("a", 2, 6), arm("b", 4, 6))
+    assert res.estimate == pytest.approx(0.25)
+    assert res.ci[0] == -math.inf or res.ci[1] == math.inf
+    assert res.details["resamples_crossing_below_first_x"] + \
+        res.details["resamples_crossing_beyond_last_x"] > 0
+    assert res.verdict == Verdict.INCONCLUSIVE
+
+
+def test_falling_direction() -> None:
+    res = run(params(direction="falling", region=[0.3, 0.35]), *three(400, (0.8, 0.6, 0.2)))
+    assert res.estimate == pytest.approx(0.325) and res.verdict == Verdict.SUPPORTED
+    assert "falls through 0.5" in res.effect_label
+
+
+def test_values_outside_zero_one_and_too_few_seeds_are_inconclusive() -> None:
+    bad = ArmSample("b", [0.5, 1.5, 0.2], np.ones(3, bool), (0, 1, 2), kind="value")
+    res = run(params(), arm("a", 1, 3), bad, arm("c", 3, 3))
+    assert res.verdict == Verdict.INCONCLUSIVE and "'b' has 1 value(s) outside [0, 1]" in \
+        res.reason
+    res = run(params(), arm("a", 1, 3), arm("b", 1, 1), arm("c", 3, 3))
+    assert "arm 'b' has 1 usable seed(s), fewer than the 2" in res.reason
+
+
+def test_a_time_metric_or_a_missing_arm_is_a_wiring_error() -> None:
+    crit = CRITERIA["crossing"]
+    p = crit.params_model.model_validate(params())
+    with pytest.raises(KeyError):
+        crit.run(p, {"a": arm("a", 1, 3)})
+    times = {k: ArmSample(k, [1.0, 2.0], [True, True], (0, 1)) for k in "abc"}
+    with pytest.raises(TypeError, match="crossing takes value metrics"):
+        crit.run(p, times)
+
+
+@pytest.mark.parametrize(("bad", "field", "words"), [
+    ({"points": {"a": 0.2, "b": 0.2}}, "points", "x must increase strictly in the order "
+     "written: 'b' has x = 0.2 after 'a' with x = 0.2"),
+    ({"points": {"a": 0.3, "b": 0.2}}, "points", "'b' has x = 0.2 after 'a' with x = 0.3"),
+    ({"points": {"a": 0.3}}, "points", "at least 2 items"),
+    ({"points": {"a": 0.2, "b": "0.3"}}, "points", ""),
+    ({"region": [0.4, 0.3]}, "region", "needs low < high, got [0.4, 0.3]"),
+    ({"region": [0.3, 0.35, 0.4]}, "region", "at most 2 items"),
+    ({"region": [0.3]}, "region", "at least 2 items"),
+    ({"level": 1.0}, "level", "less than 1"),
+    ({"level": 0.0}, "level", "greater than 0"),
+    ({"direction": "up"}, "direction", "'rising' or 'falling'"),
+    ({"n_boot": 10}, "n_boot", "greater than or equal to 100"),
+    ({"ci_level": 1.5}, "ci_level", "less than 1"),
+    ({"bootstrap_seed": -1}, "bootstrap_seed", "greater than or equal to 0"),
+    ({"arms": ["a"]}, "arms", "Extra inputs are not permitted"),
+])
+def test_bad_params_are_refused_naming_the_field(bad: dict[str, Any], field: str,
+                                                 words: str) -> None:
+    p = params(**bad)
+    with pytest.raises(pydantic.ValidationError) as info:
+        CRITERIA["crossing"].params_model.model_validate(p)
+    errors = info.value.errors()
+    assert errors[0]["loc"][0] == field, errors
+    assert words in str(info.value), str(info.value)
+
+
+def test_region_is_required() -> None:
+    p = params()
+    del p["region"]
+    with pytest.raises(pydantic.ValidationError, match="region"):
+        CRITERIA["crossing"].params_model.model_validate(p)
+
+
+# ---------------------------------------------------------------- in a claim file
+
+CLAIM = """\
+id: crossing_tiny
+title: Tiny crossing claim
+statement: test fixture.
+source: {arxiv: "2205.10343", where: test fixture, role: inference, quote: test fixture}
+base:
+  task: {op: add, p: 6, modular: false, unordered: true, train_frac: 0.4, test_frac: null}
+  model: {kind: toy_sum, hidden: 4, emb_dim: 1}
+  optimizer: {name: adamw, lr: 0.001}
+  training: {steps: 0, eval_interval: 1}
+  probes: [{name: parallelogram_nullity, every: 1}]
+arms: {}
+grid:
+  name: "f{f}"
+  axes:
+    f: {path: task.train_frac, values: [0.4, 0.6, 0.8]}
+scales:
+  quick: {description: test scale}
+seeds: 3
+metric: {name: curve_at, curve: parallelogram_nullity.is2, step: 0}
+criterion:
+  name: crossing
+  points: {f0.4: 0.4, f0.6: 0.6, f0.8: 0.8}
+  region: [0.5, 0.7]
+"""
+
+
+def _problems(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "claim.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_claim(path)
+    return [f"{p.line} {p.path}: {p.message}" for p in info.value.problems]
+
+
+def test_a_claim_with_a_grid_loads(tmp_path: Path) -> None:
+    path = tmp_path / "claim.yaml"
+    path.write_text(CLAIM, encoding="utf-8")
+    loaded = load_claim(path)
+    assert CRITERIA["crossing"].arms_of(loaded.claim.criterion) == ["f0.4", "f0.6", "f0.8"]
+
+
+def test_a_missing_arm_is_named_at_its_key(tmp_path: Path) -> None:
+    found = _problems(tmp_path, CLAIM.replace("f0.8: 0.8}", "f0.9: 0.8}"))
+    line = CLAIM.splitlines().index("  points: {f0.4: 0.4, f0.6: 0.6, f0.8: 0.8}") + 1
+    assert found == [f"{line} criterion.points['f0.9']: criterion refers to arm 'f0.9', which "
+                     "does not exist; arms are ['f0.4', 'f0.6', 'f0.8']"]
+
+
+def test_a_time_metric_is_refused(tmp_path: Path) -> None:
+    text = CLAIM.replace("metric: {name: curve_at, curve: parallelogram_nullity.is2, step: 0}",
+                         "metric: {name: val_threshold_step}")
+    found = _problems(tmp_path, text)
+    assert any("metric.name: criterion 'crossing' takes a value metric" in f for f in found), \
+        found
+
+
+def test_bad_points_in_a_claim_name_the_field(tmp_path: Path) -> None:
+    found = _problems(tmp_path, CLAIM.replace("f0.6: 0.6,", "f0.6: 0.3,"))
+    assert any("criterion.points: " in f and "x must increase strictly" in f for f in found), \
+        found
