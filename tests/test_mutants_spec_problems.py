@@ -26,57 +26,14 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from test_mutants_spec import CLAIM
 from test_spec import edit, line_no
 
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.spec import LoadedClaim, deep_merge, load_claim
 from grokverify.yamlio import SpecError
 
-# A block-style claim, one key per line, so that a wrong line number shows.
-CLAIM = """\
-id: mut_claim
-title: A claim
-statement: c10 is faster than c1.
-source:
-  arxiv: "2505.15624"
-  where: Fig. 6
-  role: skeptic
-  quote: a quote
-base:
-  task:
-    op: add
-    p: 31
-    train_frac: 0.5
-  model:
-    kind: embed_mlp
-    d: 16
-    hidden: 32
-  optimizer:
-    name: adamw
-    lr: 0.001
-  training:
-    steps: 100
-    eval_interval: 10
-arms:
-  c1:
-    optimizer:
-      emb_lr_mult: 1
-  c10:
-    optimizer:
-      emb_lr_mult: 10
-scales:
-  quick:
-    description: small
-seeds: 3
-metric:
-  name: val_threshold_step
-criterion:
-  name: survival_compare
-  baseline: c1
-  treated: c10
-  direction: less
-  min_effect: 0.2
-"""
+# the block-style claim of test_mutants_spec (one key per line: a wrong line number shows)
 
 SURVIVAL = ("  name: survival_compare\n  baseline: c1\n  treated: c10\n  direction: less\n"
             "  min_effect: 0.2\n")
