@@ -22,7 +22,8 @@ Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only] [--rer
 ``mutation_score=...``.
 
 ``--rerun-alive`` re-runs only the mutants the committed report lists as surviving or unchecked,
-and those listed as equivalent (one a test kills is reported as a stale entry), against the
+and those it or the equivalence file list as equivalent (one a test kills is reported as a stale
+entry), against the
 current tests, and carries the rest of
 that report's verdicts over: every other mutant was killed then, and stays killed as long as the
 core modules are unchanged since the report's commit (checked: it refuses otherwise) and no test
@@ -101,15 +102,20 @@ def _git(*args: str) -> str:
 
 
 def previous_run() -> tuple[str, list[str]]:
-    """The committed report's commit and the mutants it lists as still alive."""
+    """The committed report's commit and the mutants it lists as still alive or as equivalent
+    (the ones whose kill it does not vouch for)."""
     text = REPORT.read_text()
     commit = re.search(r"^- commit: ([0-9a-f]+)", text, re.M)
     carried = re.search(r"^- carried from: ([0-9a-f]+)", text, re.M)
     if commit is None:
         raise SystemExit(f"{REPORT.name} names no commit: run without --rerun-alive")
-    section = text.split("## Surviving mutants", 1)[1].split("\n## ", 1)[0]
-    alive = re.findall(r"^- `([^`]+)`: ", section, re.M)
-    return (carried or commit).group(1), alive
+    unvouched = []
+    for heading in ("## Surviving mutants", "## Listed as equivalent but killed",
+                    "## Equivalent mutants"):
+        if heading in text:
+            section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+            unvouched += re.findall(r"^- `([^`]+)`: ", section, re.M)
+    return (carried or commit).group(1), unvouched
 
 
 def carry_problems(since: str) -> list[str]:

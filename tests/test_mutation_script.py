@@ -39,9 +39,11 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def test_previous_run_reads_the_commit_and_the_alive_mutants(report: Path) -> None:
+def test_previous_run_reads_the_commit_and_the_mutants_it_does_not_vouch_for(report: Path) -> None:
+    # the alive ones and the equivalent ones: the report vouches for neither's kill
     assert mutation.previous_run() == ("abc1234", ["grokverify.verdict.x_f__mutmut_2",
-                                                   "grokverify.verdict.x_f__mutmut_3"])
+                                                   "grokverify.verdict.x_f__mutmut_3",
+                                                   "grokverify.verdict.x_f__mutmut_6"])
     report.write_text(OLD_REPORT.replace("- commit: abc1234 (with uncommitted changes)",
                                          "- commit: def5678\n- carried from: abc1234 (...)"))
     assert mutation.previous_run()[0] == "abc1234"  # kills were established at the first run
