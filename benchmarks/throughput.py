@@ -209,11 +209,14 @@ def quick_arms(quick: bool) -> list[tuple[str, ExperimentSpec, int]]:
 
 def eval_share(quick: bool, repeats: int) -> float:
     """Evaluation time / training time between two evaluations, for the claims' quick-scale
-    arms (1 thread, as in a Ray worker); the largest is returned."""
+    arms (1 thread, as in a Ray worker); the largest is returned. Zero-step arms (a property
+    at initialisation: nothing is trained, the one evaluation is the whole run) are left out."""
     torch.set_num_threads(1)
     worst = 0.0
     for label, exp, n in quick_arms(quick):
         tr = exp.training
+        if tr.steps == 0:
+            continue
         with SeedTrainer(exp, list(range(n))) as trainer:
             trainer.train(3)
             trainer.record()
