@@ -513,13 +513,18 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
         raise SpecError([Problem(file, lines.line_of(("grid", "name")), "grid.name",
                                  f"the grid generates {', '.join(map(repr, taken))}, which "
                                  f"{dotted(where)} already has")])
+    # a problem in a generated entry points at the grid: its name, what its base sets, and each
+    # axis's value
+    base_lines = {key[2:]: line for key, line in lines.lines.items()
+                  if key[:2] == ("grid", "base") and len(key) > 2}
     for name, settings in entries.items():
         merged = copy.deepcopy(grid.base)
         for setting in settings:
             merged = deep_merge(merged, setting.partial())
         table[name] = merged
-        # a problem in a generated entry points at the grid: its name, and each axis's value
         lines.lines[(*where, name)] = lines.line_of(("grid", "name")) or 1
+        for key, line in base_lines.items():
+            lines.lines[(*where, name, *key)] = line
         for st in settings:
             at = ("grid", "axes", st.axis, "values", st.index)
             lines.lines[(*where, name, *st.path.split("."))] = lines.line_of(at) or 1

@@ -171,3 +171,13 @@ def test_grid_schema_alone() -> None:
     assert {name: [st.partial() for st in settings] for name, settings in entries.items()} \
         == {"x23": [{"task": {"p": 23}}], "x31": [{"task": {"p": 31}}]}
     assert [(st.axis, st.index, st.value) for st in entries["x31"]] == [("a", 1, 31)]
+
+
+def test_a_bad_value_in_the_grids_base_is_refused_at_its_own_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The grid's base is written once for every generated arm: its bad value is blamed on the
+    generated arm at the base's line, not on the claim's base (whose own lr is fine)."""
+    grid = GRID + "  base:\n    optimizer:\n      lr: -1\n"
+    text = _grid_claim(grid)
+    assert_bad(capsys, tmp_path, text, line_no(text, "      lr: -1"), "arms.c1.optimizer.lr",
+               "greater than 0")
