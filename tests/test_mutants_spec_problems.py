@@ -26,7 +26,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from test_mutants_spec import CLAIM
+from test_mutants_spec import CLAIM, problems
 from test_spec import edit, line_no
 
 from grokverify.catalog.criteria import CRITERION_SPECS
@@ -51,19 +51,6 @@ PROPORTION_NOTE = "value metrics with outcome value_below or value_above only"
 # the criteria that take a value metric, in catalog order, proportion with its note
 VALUE_TAKERS = (f"scalar_compare, equivalence, proportion ({PROPORTION_NOTE}), correlation, "
                 "value, crossing")
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    """The problems a claim is refused with, each as `line path: message` (file left out)."""
-    path = tmp_path / "claim.yaml"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(SpecError) as info:
-        load_claim(path, limits=None)
-    out = []
-    for p in info.value.problems:
-        assert p.file == str(path)
-        out.append(f"{p.line} {p.path}: {p.message}" if p.path else f"{p.line} {p.message}")
-    return out
 
 
 def load(tmp_path: Path, text: str) -> LoadedClaim:
