@@ -79,6 +79,11 @@ def test_samples_and_p0_match_their_definitions(p: int) -> None:
     pairs = P.parallelogram_samples(p)
     assert {tuple(x) for x in pairs.tolist()} == want and len(pairs) == len(want)
     assert np.all(pairs[:, 0] < pairs[:, 1])
+    # each sample's index, from either order of its two numbers (a row (a, b) of a split)
+    idx = {pair: k for k, pair in enumerate(s)}
+    i, j = np.array([x for x, _ in s]), np.array([y for _, y in s])
+    assert P.sample_index(p, i, j).tolist() == [idx[pair] for pair in s]
+    assert P.sample_index(p, j, i).tolist() == [idx[pair] for pair in s]
     quads = P.permissible_parallelograms(p)
     assert [tuple(q) for q in quads.tolist()] == [s[a] + s[b] for a, b in pairs.tolist()]
     # The official code's own enumeration: i < j ≤ m < n with i + n = j + m, one per quad.

@@ -65,6 +65,13 @@ def n_samples(p: int) -> int:
     return p * (p + 1) // 2
 
 
+def sample_index(p: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Index in `samples(p)` of the sample {i, j} (either order), elementwise: rows before
+    min(i, j) hold p, p - 1, ... samples."""
+    lo, hi = np.minimum(i, j).astype(np.int64), np.maximum(i, j).astype(np.int64)
+    return lo * p - lo * (lo - 1) // 2 + (hi - lo)
+
+
 @lru_cache(maxsize=32)
 def _p0(p: int) -> tuple[np.ndarray, np.ndarray]:
     s = samples(p)

@@ -316,11 +316,9 @@ def sample_masks(a: Tensor, b: Tensor, p: int) -> np.ndarray:
     lexicographic), from its training rows a, b (S, n); (a, b) and (b, a) are one sample."""
     from grokverify.analysis import parallelogram as pg  # scipy: only where the probe runs
 
-    lo = torch.minimum(a, b).cpu().numpy().astype(np.int64)
-    hi = torch.maximum(a, b).cpu().numpy().astype(np.int64)
-    index = lo * p - lo * (lo - 1) // 2 + (hi - lo)  # rows i < lo hold p - i samples each
-    masks = np.zeros((len(lo), pg.n_samples(p)), dtype=bool)
-    masks[np.arange(len(lo))[:, None], index] = True
+    index = pg.sample_index(p, a.cpu().numpy(), b.cpu().numpy())
+    masks = np.zeros((len(index), pg.n_samples(p)), dtype=bool)
+    masks[np.arange(len(index))[:, None], index] = True
     return masks
 
 
@@ -382,16 +380,10 @@ def parallelogram(model: BatchedModel, spec: ProbeSpec,
 
 
 def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
-    """(S,) float64 n0 of each seed's training mask (S, N) (`ParallelogramNullitySpec`), cached
-    per training set: a seed's split is fixed for its whole run, so every probe point after the
-    first is a look-up."""
-    return np.array([_nullity(p, mask.tobytes()) for mask in masks], dtype=np.float64)
-
-
-@lru_cache(maxsize=4096)
-def _nullity(p: int, mask: bytes) -> int:
+    """(S,) float64 n0 of each seed's training mask (S, N) (`ParallelogramNullitySpec`), all
+    seeds in one batched call (about 2 ms for 200 seeds at p = 10, 6 ms for 8 at p = 60)."""
     from grokverify.analysis import parallelogram as pg
-    return int(pg.nullities(p, np.frombuffer(mask, dtype=bool)[None])[0])
+    return pg.nullities(p, masks).astype(np.float64)
 
 
 @probe("parallelogram_nullity")
