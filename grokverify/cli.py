@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM
 _VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "PARTIAL": "bold yellow",
-                  "INCONCLUSIVE": "bold yellow"}
+                  "INCONCLUSIVE": "bold yellow", "FINDING": "bold cyan"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -195,9 +195,16 @@ def _print_run(run: ClaimRun, console: Console) -> None:
         for m in run.family.members:
             console.print(f"  {escape(m.member)}: {m.verdict.value}  "
                           f"{escape(_effect_line(m.result))}")
-        console.print(f"[{style}]{run.verdict.value}[/{style}]  family of "
-                      f"{len(run.family.members)} (claims: {run.family.claims}; "
-                      f"{run.family.correction} correction)")
+        if run.verdict.value == "FINDING":
+            from grokverify.stats.trend import describe
+
+            trend = run.family.trend
+            console.print(f"[{style}]FINDING[/{style}]  open question, {len(run.family.members)} "
+                          f"members" + (f"; trend: {escape(describe(trend))}" if trend else ""))
+        else:
+            console.print(f"[{style}]{run.verdict.value}[/{style}]  family of "
+                          f"{len(run.family.members)} (claims: {run.family.claims}; "
+                          f"{run.family.correction} correction)")
     console.print(f"  {escape(run.reason)}")
     console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
                   f"report: {escape(str(run.report_dir / 'report.md'))}")

@@ -22,6 +22,10 @@ A member without p-values (its criterion found no estimate) counts as p = 1 in t
 so it still counts towards the number of members, and is INCONCLUSIVE. A family never makes a
 member's verdict stronger than its own result's: a verdict its criterion withheld (the
 lower-bound rule under censoring, which the p-values do not model) stays withheld.
+
+An open question's family (its criterion claims no region, so its members' results are
+FINDINGs) is not combined: its verdict is FINDING, each member keeps its own result, and a
+declared trend (`grokverify.stats.trend`) is fitted through the members' estimates.
 """
 
 from __future__ import annotations
@@ -63,12 +67,13 @@ class FamilyResult:
     members: list[MemberVerdict]
     verdict: Verdict
     reason: str
+    trend: dict[str, Any] | None = None  # `grokverify.stats.trend.fit_trend`, when declared
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({
             "claims": self.claims, "correction": self.correction,
             "alpha_one_sided": self.alpha_one_sided, "verdict": self.verdict,
-            "reason": self.reason,
+            "reason": self.reason, "trend": self.trend,
             "members": [{
                 "member": m.member, "verdict": m.verdict, "p_support": m.p_support,
                 "p_refute": m.p_refute, "p_support_adj": m.p_support_adj,
@@ -159,6 +164,17 @@ _RULES: dict[str, tuple[bool, Callable[[list[MemberVerdict], str, float],
     "all": (False, _all), "any": (True, _any)}
 
 
+def _findings(results: dict[str, CriterionResult], claims: str, correction: str,
+              alpha: float) -> FamilyResult:
+    """An open question's members: each its own estimate, nothing combined or judged."""
+    members = [MemberVerdict(n, r, None, None, None, None, r.verdict) for n, r in results.items()]
+    missing = [m.member for m in members if m.verdict != Verdict.FINDING]
+    reason = ("An open question: each member's estimate and CI are reported and nothing is "
+              "judged" + (f"; no estimate for {', '.join(missing)} (see each reason)"
+                          if missing else "") + ".")
+    return FamilyResult(claims, correction, alpha, members, Verdict.FINDING, reason)
+
+
 def combine(results: dict[str, CriterionResult], correction: str,
             claims: str = "all") -> FamilyResult:
     """The family's verdict from its members' results (see the module docstring)."""
@@ -167,6 +183,8 @@ def combine(results: dict[str, CriterionResult], correction: str,
     correct_support, rule = _RULES[claims]
     names = list(results)
     alpha = (1.0 - results[names[0]].ci_level) / 2.0
+    if any(r.verdict == Verdict.FINDING for r in results.values()):
+        return _findings(results, claims, correction, alpha)
     p_s = [results[n].p_support for n in names]
     p_r = [results[n].p_refute for n in names]
     adj_s = _adjust(p_s, correction, alpha) if correct_support else list(p_s)

@@ -18,6 +18,7 @@ from grokverify.catalog.metrics import (
     CurveAt,
     CurveMean,
     CurveRatio,
+    CurveReached,
     CurveReaches,
     FallOnset,
     FallOnsetRatio,
@@ -169,6 +170,20 @@ def curve_at(result: dict[str, Any], spec: CurveAt) -> Observation | None:
     return before[-1], True
 
 
+def curve_reached(result: dict[str, Any], spec: CurveReached) -> Observation | None:
+    """1.0 when the curve reaches the level at a recorded step <= `by` (the budget), else 0.0;
+    None when the record was frozen by early stopping before `by` without reaching it."""
+    s = result["summary"]
+    by = s["budget"] if spec.by is None else spec.by
+    for step, v in _points(result, spec.curve):
+        if step > by:
+            break
+        if v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level):
+            return 1.0, True
+    frozen = s.get("done") and not s["diverged"] and s["stopped_step"] < by
+    return None if frozen else (0.0, True)
+
+
 def curve_mean(result: dict[str, Any], spec: CurveMean) -> Observation | None:
     """Mean of the curve's non-null values at its recorded steps in [start, end]."""
     mean = _window_mean(result, spec.curve, spec.start, spec.end)
@@ -230,6 +245,7 @@ METRICS: dict[str, MetricFn] = {
     "fall_onset": fall_onset,
     "fall_onset_ratio": fall_onset_ratio,
     "curve_at": curve_at,
+    "curve_reached": curve_reached,
     "curve_mean": curve_mean,
     "curve_ratio": curve_ratio,
     "final_value": final_value,

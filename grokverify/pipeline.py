@@ -24,6 +24,7 @@ from grokverify.samples import arm_sample
 from grokverify.spec import LoadedClaim
 from grokverify.stats import CRITERIA
 from grokverify.stats.sequential import Look, Rounds, own_alpha
+from grokverify.stats.trend import fit_trend
 from grokverify.store import Store
 
 __all__ = ["ClaimRun", "RunOptions", "analyse", "device_for", "run_claims", "seeding"]
@@ -199,6 +200,11 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> None:
                    for member, samples in run.samples.items()}
     run.family = (combine(run.results, claim.family.correction, claim.family.claims)
                   if claim.family else None)
+    if run.family is not None and claim.family and claim.family.trend:
+        trend = claim.family.trend
+        run.family.trend = fit_trend(
+            {m: (trend.x[m], r.estimate, r.ci, r.ci_level) for m, r in run.results.items()},
+            trend.fit, trend.ci_level)
 
 
 def _open_look(run: ClaimRun) -> Look:

@@ -264,6 +264,18 @@ class ScaleSpec(StrictModel):
                                              description="per-arm partial experiments")
 
 
+class TrendSpec(StrictModel):
+    """A trend fitted through the members' estimates against one number per member
+    (`grokverify.stats.trend`): paper 2's r_c against p. Reported beside the members; it
+    decides no verdict."""
+
+    x: dict[Name, Float] = Field(description="member -> its x (e.g. the member's p)")
+    fit: Literal["power", "linear"] = Field(
+        "power", description="power: log(estimate) on log(x); linear: estimate on x")
+    ci_level: Annotated[Float, Field(gt=0, lt=1)] = Field(
+        0.95, description="level of the fitted coefficients' CIs")
+
+
 class FamilySpec(StrictModel):
     """One comparison per member (e.g. per task), combined into one verdict by what the family
     claims (`grokverify.family`): ``all`` (the effect holds on every member) or ``any`` (on some
@@ -288,6 +300,16 @@ class FamilySpec(StrictModel):
             raise ValueError(f"a family needs at least 2 members ({got}); a claim about one "
                              "setting needs no family: put its settings in base")
         return members
+
+    trend: TrendSpec | None = Field(None, description=(
+        "a trend fitted through the members' estimates (an open question's answer)"))
+
+    @model_validator(mode="after")
+    def _trend_of_members(self) -> FamilySpec:
+        if self.trend is not None and sorted(self.trend.x) != sorted(self.members):
+            raise ValueError(f"trend.x must give every member its x, and no other: members "
+                             f"{sorted(self.members)}, trend.x {sorted(self.trend.x)}")
+        return self
 
 
 class Claim(StrictModel):
@@ -448,7 +470,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
                                         f"no arm named {arm!r}; arms are {sorted(claim.arms)}"))
     crit = CRITERION_SPECS[claim.criterion.name]
     problems += (_kind_problems(claim, file, lines) + _family_problems(claim, file, lines)
-                 + _sequential_problems(claim, file, lines))
+                 + _sequential_problems(claim, file, lines) + _role_problems(claim, file, lines))
     for arm in crit.arms_of(claim.criterion):
         if arm not in claim.arms:
             where = _find_value(data.get("criterion", {}), arm)
@@ -589,6 +611,29 @@ def _family_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
                     f"criterion {schema.name!r} gives no one-sided p-values against the "
                     f"boundary of its claimed region, so its members cannot be combined into a "
                     f"family; families take {takers}")]
+
+
+def _role_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    """An open question is answered by estimates (verdict FINDING), so its criterion claims
+    nothing; any other claim's criterion must say what is claimed."""
+    judged = CRITERION_SPECS[claim.criterion.name].judged(claim.criterion)
+    asks = claim.source.role == "open_question"
+    if asks and isinstance(claim.seeds, SeedsSpec):
+        return [Problem(file, lines.line_of(("seeds",)), "seeds",
+                        "an open question is estimated at a fixed number of seeds (nothing is "
+                        "tested, so sequential looks have nothing to stop on): give seeds as a "
+                        "number")]
+    if judged != asks:
+        return []
+    if asks:
+        return [Problem(file, lines.line_of(("source", "role")), "source.role",
+                        f"an open question is reported as a finding, not judged, but criterion "
+                        f"{claim.criterion.name!r} declares a claimed region: leave the region "
+                        f"out (crossing), or give the claim the role of what it tests")]
+    return [Problem(file, lines.line_of(("criterion",)), "criterion",
+                    f"criterion {claim.criterion.name!r} declares no claimed region (region "
+                    f"left out), which only an open question (source.role: open_question) may "
+                    f"do; this claim's role is {claim.source.role!r}: declare the region")]
 
 
 def _sequential_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:

@@ -37,6 +37,7 @@ class Verdict(str, enum.Enum):
     REFUTED = "REFUTED"
     PARTIAL = "PARTIAL"
     INCONCLUSIVE = "INCONCLUSIVE"
+    FINDING = "FINDING"  # an open question's estimates: nothing claimed, nothing judged
 
 
 def format_number(x: float) -> str:

@@ -1,6 +1,7 @@
 """Print the markdown table of verdicts of a reports folder (one result.json per claim), for the
-library's README: claim, role, verdict, the estimate and CI (or each family member's verdict),
-seeds, the run's wall time with how many seeds it trained and reused, and what the claim's paper
+library's README: claim, role, verdict, the estimate and CI (or each family member's verdict; for
+an open question's family each member's estimate and CI and the fitted trend), seeds, the run's
+wall time with how many seeds it trained and reused, and what the claim's paper
 scale would cost: its arithmetic (`grokverify.budget.estimate`, every seed to the full budget)
 and the CPU core-hours that is at 43 GFLOP/s a core, the rate measured for paper 1's MLP at
 p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md), and the GPU-hours of an NVIDIA H200
@@ -56,7 +57,17 @@ def gpu_hours(loaded: LoadedClaim, scale: str) -> float:
 
 def row(result: dict) -> str:
     claim, prov = result["claim"], result["provenance"]
-    if result.get("family"):
+    if result.get("family") and result["verdict"] == "FINDING":  # an open question's estimates
+        members = result["family"]["members"]
+        effect = "; ".join(f"{m['member']}: {_number(m['result']['estimate'])} "
+                           f"[{_number(m['result']['ci'][0])}, {_number(m['result']['ci'][1])}]"
+                           for m in members)
+        trend = result["family"].get("trend")
+        if trend and trend["fitted"]:
+            effect += (f"; {trend['fit']} trend exponent {_number(trend['slope'])} "
+                       f"[{_number(trend['slope_ci'][0])}, {_number(trend['slope_ci'][1])}], "
+                       f"fit p {_number(trend['p_fit'])}")
+    elif result.get("family"):
         members = result["family"]["members"]
         effect = "; ".join(f"{m['member']}: {m['verdict']}" for m in members)
     else:

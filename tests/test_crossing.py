@@ -14,6 +14,7 @@ import numpy as np
 import pydantic
 import pytest
 
+from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.spec import load_claim
 from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
 from grokverify.stats.base import verdict_from_p
@@ -195,11 +196,67 @@ def test_bad_params_are_refused_naming_the_field(bad: dict[str, Any], field: str
     assert words in str(info.value), str(info.value)
 
 
-def test_region_is_required() -> None:
+X_METRIC = {"name": "curve_at", "curve": "parallelogram_nullity.fraction", "step": 0}
+X_LABEL = "curve_at(curve=parallelogram_nullity.fraction, step=0)"
+
+
+def with_x(a: ArmSample, x: float | list[float]) -> ArmSample:
+    """The arm with a per-seed x metric (the realised fraction) under the criterion's label."""
+    xs = np.resize(np.asarray(x, dtype=float), a.values.shape)  # a list: repeated
+    return ArmSample(a.name, a.values, a.observed, a.seeds,
+                     extra={X_LABEL: xs, X_LABEL + ".observed": np.ones(a.n, bool)},
+                     kind="value")
+
+
+def test_x_from_a_metric_replaces_the_declared_x() -> None:
+    """Declared 0.2, 0.3, 0.4 but realised 0.2, 0.32, 0.42: the crossing is interpolated at the
+    realised x (0.32 + 0.25 · 0.1 = 0.345), the CI moves with it, and the rows show the x used."""
+    crit = CRITERIA["crossing"]
+    spec = crit.params_model.model_validate(params(x=X_METRIC))
+    assert [m.label() for m in crit.metrics_of(spec)] == [X_LABEL]
+    declared = run(params(), *three(400))
+    moved = run(params(x=X_METRIC), *(with_x(a, x) for a, x in
+                                      zip(three(400), [0.2, [0.31, 0.33], 0.42], strict=True)))
+    assert moved.estimate == pytest.approx(0.345)
+    assert moved.ci[0] - declared.ci[0] == pytest.approx(0.02, abs=0.005)
+    assert [row.columns["x"] for row in moved.arms] == pytest.approx([0.2, 0.32, 0.42])
+    assert moved.details["x"] == f"arm mean of {X_LABEL}"
+    assert crit.metrics_of(crit.params_model.model_validate(params())) == []
+
+
+def test_arms_of_one_realised_x_are_pooled() -> None:
+    """b and c realise one x (0.3): their seeds are one point of mean (0.4 + 0.8) / 2 = 0.6,
+    crossed three quarters of the way from a (x 0.2, mean 0.2): 0.2 + 0.75 · 0.1 = 0.275."""
+    res = run(params(x=X_METRIC), *(with_x(a, x) for a, x in zip(three(400), [0.2, 0.3, 0.3],
+                                                                    strict=True)))
+    assert res.estimate == pytest.approx(0.275)
+    assert res.details["bracket"] == ["a", "b+c"] and res.details["means"] == \
+        pytest.approx([0.2, 0.6])
+    assert len(res.arms) == 3  # the report still lists every arm
+
+
+@pytest.mark.parametrize(("xs", "words"), [
+    ([0.2, 0.45, 0.4], "arm 'c' has x = 0.4 after 'b' with x = 0.45"),
+    ([0.2, math.nan, 0.4], "undefined for arm(s) b")])
+def test_realised_x_out_of_order_or_undefined_gives_no_estimate(xs, words) -> None:
+    res = run(params(x=X_METRIC), *(with_x(a, x) for a, x in zip(three(100), xs, strict=True)))
+    assert res.verdict == Verdict.INCONCLUSIVE and math.isnan(res.estimate)
+    assert words in res.reason, res.reason
+
+
+def test_without_a_region_the_crossing_is_a_finding_with_no_p() -> None:
     p = params()
     del p["region"]
-    with pytest.raises(pydantic.ValidationError, match="region"):
-        CRITERIA["crossing"].params_model.model_validate(p)
+    judged = run(params(), *three(400))
+    res = run(p, *three(400))
+    assert res.verdict == Verdict.FINDING
+    assert (res.estimate, res.ci) == (judged.estimate, judged.ci)
+    assert res.p_support is None and res.p_refute is None
+    assert res.reason.startswith("An open question, estimated and not judged: ")
+    assert "95% CI [" in res.reason and res.details["region"] is None
+    schema = CRITERION_SPECS["crossing"]
+    assert not schema.judged(schema.params_model.model_validate(p))
+    assert schema.judged(schema.params_model.model_validate(params()))
 
 
 # ---------------------------------------------------------------- in a claim file
@@ -261,7 +318,111 @@ def test_a_time_metric_is_refused(tmp_path: Path) -> None:
         found
 
 
+def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
+    no_region = CLAIM.replace("  region: [0.5, 0.7]\n", "")
+    found = _problems(tmp_path, no_region)
+    line = CLAIM.splitlines().index("criterion:") + 1
+    assert found == [f"{line} criterion: criterion 'crossing' declares no claimed region "
+                     "(region left out), which only an open question (source.role: "
+                     "open_question) may do; this claim's role is 'inference': declare the "
+                     "region"]
+    asks = CLAIM.replace("role: inference", "role: open_question")
+    found = _problems(tmp_path, asks)
+    assert len(found) == 1 and "source.role: an open question is reported as a finding" in \
+        found[0], found
+    path = tmp_path / "open.yaml"
+    path.write_text(asks.replace("  region: [0.5, 0.7]\n", ""), encoding="utf-8")
+    assert load_claim(path).claim.criterion.region is None  # type: ignore[union-attr]
+
+
+def test_an_x_metric_must_read_a_recorded_curve(tmp_path: Path) -> None:
+    text = CLAIM.replace("  region: [0.5, 0.7]\n", "  region: [0.5, 0.7]\n  x: {name: curve_at, "
+                         "curve: parallelogram_nullity.fractions, step: 0}\n")
+    found = _problems(tmp_path, text)
+    assert len(found) == 1 and "criterion.x.curve: unknown curve " \
+        "'parallelogram_nullity.fractions' (did you mean 'parallelogram_nullity.fraction'?)" \
+        in found[0], found
+
+
 def test_bad_points_in_a_claim_name_the_field(tmp_path: Path) -> None:
     found = _problems(tmp_path, CLAIM.replace("f0.6: 0.6,", "f0.6: 0.3,"))
     assert any("criterion.points: " in f and "x must increase strictly" in f for f in found), \
         found
+
+
+OPEN_QUESTION = """\
+id: open_tiny
+title: Tiny open question
+statement: test fixture.
+source: {arxiv: "2205.10343", where: test fixture, role: open_question, quote: test fixture}
+base:
+  task: {op: add, p: 6, modular: false, unordered: true, train_frac: 0.4, test_frac: null}
+  model: {kind: toy_sum, hidden: 4, emb_dim: 1}
+  optimizer: {name: adamw, lr: 0.001}
+  training: {steps: 0, eval_interval: 1}
+  probes: [{name: parallelogram_nullity, every: 1}]
+arms:
+  f0.2: {task: {train_frac: 0.2}}
+  f0.4: {}
+  f0.6: {task: {train_frac: 0.6}}
+  f0.8: {task: {train_frac: 0.8}}
+  f0.9: {task: {train_frac: 0.9}}
+family:
+  trend: {x: {p6: 6, p7: 7, p8: 8}}
+grid:
+  into: members
+  name: "p{p}"
+  axes:
+    p: {path: task.p, values: [6, 7, 8]}
+scales:
+  quick: {description: test scale}
+seeds: 30
+metric: {name: curve_at, curve: parallelogram_nullity.is2, step: 0}
+criterion:
+  name: crossing
+  points: {f0.2: 0.2, f0.4: 0.4, f0.6: 0.6, f0.8: 0.8, f0.9: 0.9}
+  x: {name: curve_at, curve: parallelogram_nullity.fraction, step: 0}
+  n_boot: 200
+"""
+
+
+def test_an_open_questions_family_is_a_finding_with_its_trend(tmp_path: Path) -> None:
+    """End to end: each p's crossing at its realised fractions, the family's verdict FINDING,
+    the trend through the three estimates, in result.json and the report."""
+    from rich.console import Console
+
+    from grokverify.pipeline import RunOptions, run_claims
+    from grokverify.stats.trend import fit_trend
+
+    path = tmp_path / "open.yaml"
+    path.write_text(OPEN_QUESTION, encoding="utf-8")
+    opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
+                      device="cpu")
+    (run,) = run_claims([load_claim(path)], opts, Console(quiet=True))
+    assert run.verdict == Verdict.FINDING and run.family is not None
+    assert {m.verdict for m in run.family.members} == {Verdict.FINDING}
+    for m in run.family.members:
+        p = int(m.member[1:])
+        n = p * (p + 1) // 2  # the realised fractions are k / N
+        assert [row.columns["x"] for row in m.result.arms] == pytest.approx(
+            [round(f * n) / n for f in (0.2, 0.4, 0.6, 0.8, 0.9)])
+    want = fit_trend({m.member: (int(m.member[1:]), m.result.estimate, m.result.ci, 0.95)
+                      for m in run.family.members}, "power", 0.95)
+    result = json.loads((tmp_path / "reports" / "open_tiny" / "result.json").read_text())
+    assert result["verdict"] == "FINDING"
+    assert result["family"]["trend"]["slope"] == pytest.approx(want["slope"])
+    report = (tmp_path / "reports" / "open_tiny" / "report.md").read_text()
+    assert "**Verdict: FINDING**" in report and "Trend (power): estimate ≈ " in report
+    assert "| p7 | 7 | " in report and "no claimed region, nothing tested" in report
+
+
+def test_an_open_question_takes_a_fixed_seed_count(tmp_path: Path) -> None:
+    text = OPEN_QUESTION.replace("seeds: 30", "seeds: {min: 10, max: 30, step: 10}")
+    found = _problems(tmp_path, text)
+    assert any("seeds: an open question is estimated at a fixed number of seeds" in f
+               for f in found), found
+
+
+def test_a_trend_names_every_member(tmp_path: Path) -> None:
+    found = _problems(tmp_path, OPEN_QUESTION.replace("p8: 8}", "p9: 8}"))
+    assert any("trend.x must give every member its x, and no other" in f for f in found), found

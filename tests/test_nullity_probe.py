@@ -25,7 +25,7 @@ from grokverify.tasks import build_dataset
 from grokverify.yamlio import SpecError
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
-CURVES = ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
+CURVES = ["parallelogram_nullity.n0", "parallelogram_nullity.is2", "parallelogram_nullity.fraction"]
 
 
 def brute_nullity(p: int, pairs: set[tuple[int, int]]) -> int:
@@ -75,6 +75,11 @@ def test_equals_the_exact_and_brute_nullity_of_each_seeds_split(p: int, frac: fl
         assert exact == brute_nullity(p, pairs)
         assert got["parallelogram_nullity.n0"][s] == exact
         assert got["parallelogram_nullity.is2"][s] == float(exact == 2)
+        # the realised training fraction: k of the p(p + 1)/2 samples (unordered: k is
+        # round(frac · N); ordered rows count their distinct samples)
+        n = p * (p + 1) // 2
+        assert len(pairs) == round(frac * n) or not unordered
+        assert got["parallelogram_nullity.fraction"][s] == len(pairs) / n
 
 
 def test_both_outcomes_occur_near_the_critical_fraction() -> None:

@@ -18,7 +18,7 @@ import torch
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
-from grokverify.catalog.metrics import CurveReaches
+from grokverify.catalog.metrics import CurveReached, CurveReaches
 from grokverify.catalog.models import ToySumSpec
 from grokverify.catalog.probes import ParallelogramSpec
 from grokverify.engine.batched import BatchedModel
@@ -223,6 +223,28 @@ def test_curve_reaches_is_censored_when_never_reached() -> None:
 def test_bad_curve_reaches_fields_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(pydantic.ValidationError):
         _reaches(**bad)
+
+
+def _reached(**fields: Any) -> CurveReached:
+    return CurveReached.model_validate({"name": "curve_reached", "curve": "parallelogram.rqi",
+                                        "level": 0.95, **fields})
+
+
+def test_curve_reached_is_one_when_the_level_is_reached_in_time() -> None:
+    """1 at or past the level (equal counts) by the budget or by `by`; 0 when not; nulls and
+    NaNs are no value; left out when early stopping froze the record before `by` unreached."""
+    assert observe(_reached(), _record([0.1, 0.9, 0.95])) == (1.0, True)
+    assert observe(_reached(), _record([0.1, None, math.nan, 0.94])) == (0.0, True)
+    assert observe(_reached(by=10), _record([0.1, 0.5, 0.99])) == (0.0, True)  # too late
+    assert observe(_reached(by=20), _record([0.1, 0.5, 0.99])) == (1.0, True)
+    assert observe(_reached(direction="below", level=0.2), _record([0.9, 0.2])) == (1.0, True)
+    assert observe(_reached(), _record([0.1, 0.5], budget=500, done=True)) is None
+    assert observe(_reached(by=10), _record([0.1, 0.5], budget=500, done=True)) == (0.0, True)
+    assert seed_value(_reached(), {"result": _record([0.1], diverged=True)}) == DIVERGED
+    spec = _reached(by=300)
+    assert spec.kind == "value" and spec.curves() == ["parallelogram.rqi"]
+    assert spec.describe().startswith("1 when parallelogram.rqi is >= 0.95 at a recorded step "
+                                      "by step 300, else 0")
 
 
 def test_curve_reaches_words() -> None:

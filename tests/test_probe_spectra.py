@@ -13,12 +13,19 @@ import torch
 from pydantic import ValidationError
 
 from grokverify.catalog.models import EmbedMLPSpec, ToySumSpec
-from grokverify.catalog.probes import FourierShareSpec, RankSpec
+from grokverify.catalog.probes import FourierShareSpec, RankSpec, SigmaMaxSpec
 from grokverify.engine import probes as probes_mod
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ew_of, fourier_share_of, rank_of
+from grokverify.engine.probes import (
+    PROBES,
+    ProbeContext,
+    Spectra,
+    ew_of,
+    fourier_share_of,
+    rank_of,
+)
 from grokverify.spec import ExperimentSpec
 
 MLP_SPEC = EmbedMLPSpec(kind="embed_mlp", d=6, hidden=5)
@@ -134,6 +141,48 @@ def test_rank_of_e_w_and_ew_on_the_models_parameters_equals_numpy(spec, shape, n
     assert list(only_ew) == ["rank.EW"]
     assert only_ew["rank.EW"].tolist() == [_np_rank(_reference_ew(model, i), 0.5)
                                            for i in range(3)]
+
+
+# ---------------------------------------------------------------- shared spectra
+
+
+def test_sigma_max_and_rank_at_one_probe_point_share_each_matrix_spectrum(monkeypatch) -> None:
+    """At one probe point (one ProbeContext) E's and W's Gram eigenvalues are computed once for
+    both probes, and each probe gives what it gives alone (the loop's probe cost rests on it)."""
+    model = BatchedModel(MLP_SPEC, MLP_SHAPE, [0, 1, 2])
+    sigma, ranks = SigmaMaxSpec(name="sigma_max", every=1), RankSpec(name="rank", every=1)
+    alone = {**PROBES["sigma_max"](model, sigma), **PROBES["rank"](model, ranks)}
+    calls: list[tuple[int, ...]] = []
+    real = probes_mod._gram_singular_values
+
+    def counted(w: torch.Tensor) -> torch.Tensor:
+        calls.append(tuple(w.shape))
+        return real(w)
+
+    monkeypatch.setattr(probes_mod, "_gram_singular_values", counted)
+    ctx = ProbeContext(spectra=Spectra(model))
+    shared = {**PROBES["sigma_max"](model, sigma, ctx), **PROBES["rank"](model, ranks, ctx)}
+    e, w = model.param("embed.weight"), model.param("fc1.weight")
+    # E's and W's once each (sigma_max alone would take both again), and EW's small core
+    assert calls.count(tuple(e.shape)) == calls.count(tuple(w.shape)) == 1
+    assert len(calls) == 3
+    assert shared.keys() == alone.keys()
+    for name in alone:
+        assert torch.equal(shared[name], alone[name]), name
+
+
+def test_in_training_shared_spectra_are_those_of_each_probe_point() -> None:
+    """sigma_max and rank due together record, at every point, what each records alone: no
+    spectrum is carried from one probe point to the next."""
+    sigma = SigmaMaxSpec(name="sigma_max", every=5).model_dump()
+    ranks = RankSpec(name="rank", every=5, rtol=0.3).model_dump()
+    both = train_seeds(_exp([sigma, ranks]), [0, 1])
+    apart = [train_seeds(_exp([sigma]), [0, 1]), train_seeds(_exp([ranks]), [0, 1])]
+    for i, rec in enumerate(both):
+        for alone in apart:
+            for name, curve in alone[i]["curves"].items():
+                assert rec["curves"][name] == curve, name
+    assert len(set(both[0]["curves"]["sigma_max.W"]["values"])) == 5  # it moves
 
 
 # ---------------------------------------------------------------- fourier share

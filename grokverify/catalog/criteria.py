@@ -494,17 +494,28 @@ class CrossingParams(BaseModel):
     the crossing outside the points: censored, INCONCLUSIVE. CI: percentile bootstrap over
     seeds within each arm (``n_boot`` resamples from ``bootstrap_seed``); a resample without a
     bracket counts as -inf or +inf (its crossing lies below the first or beyond the last x).
-    SUPPORTED when the CI lies within the region, REFUTED when it lies wholly outside it."""
+    SUPPORTED when the CI lies within the region, REFUTED when it lies wholly outside it.
+
+    ``x`` (optional): a per-seed metric whose mean over each arm's seeds is that arm's x in
+    place of the declared one (paper 2's realised training fraction k/N, which differs from a
+    nominal train_frac by up to 1/(2N) and depends on p); the declared x then only orders the
+    arms, and the realised means must increase in that order. ``region`` may be left out only
+    by an open question (role ``open_question``): the crossing and its CI are then a FINDING,
+    nothing is judged."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: Literal["crossing"]
     points: dict[str, Float] = Field(min_length=2, description=(
         "arm -> its x (e.g. the arm's train_frac), in strictly increasing x"))
+    x: AnyMetric | None = Field(None, description=(
+        "per-seed metric whose arm mean is the arm's x instead of the declared one (e.g. "
+        "{name: curve_at, curve: parallelogram_nullity.fraction, step: 0})"))
     level: Float = Field(0.5, gt=0, lt=1, description="the mean value whose crossing is sought")
     direction: Literal["rising", "falling"] = "rising"
-    region: list[Float] = Field(min_length=2, max_length=2, description=(
-        "[low, high]: the claimed x of the crossing, both ends included"))
+    region: list[Float] | None = Field(None, min_length=2, max_length=2, description=(
+        "[low, high]: the claimed x of the crossing, both ends included (left out: an open "
+        "question's finding, not judged)"))
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
     bootstrap_seed: RngSeed = 0
@@ -521,8 +532,8 @@ class CrossingParams(BaseModel):
 
     @field_validator("region")
     @classmethod
-    def _interval(cls, v: list[float]) -> list[float]:
-        if not v[0] < v[1]:
+    def _interval(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and not v[0] < v[1]:
             raise ValueError(f"region [low, high] needs low < high, got [{v[0]:g}, {v[1]:g}]")
         return v
 
@@ -550,7 +561,9 @@ class CriterionSchema:
     a family can combine its members (a family claim of a criterion without them is refused at
     load time). ``sequential_refusal(params)`` (optional): why these params cannot be judged at
     the strict levels of sequential looks ("" when they can); such a claim with sequential
-    ``seeds`` is refused at load time."""
+    ``seeds`` is refused at load time. ``judged(params)``: whether they declare what is
+    claimed (default: always); params that give an estimate only may be asked for by an open
+    question (role ``open_question``) alone, and its verdict is FINDING."""
 
     name: str
     params_model: type[BaseModel]
@@ -561,6 +574,7 @@ class CriterionSchema:
     kinds_note: str = ""
     family_ok: bool = True
     sequential_refusal: Callable[[Any], str] | None = None
+    judged: Callable[[Any], bool] = lambda params: True
 
     def kinds_of(self, params: BaseModel) -> tuple[Kind, ...]:
         return self.accepts if self.kinds_by_params is None else self.kinds_by_params(params)
@@ -605,6 +619,17 @@ def crossing_arms(params: BaseModel) -> list[str]:
     return expect_params(params, CrossingParams).arms
 
 
+def crossing_metrics(params: BaseModel) -> list[MetricSpec]:
+    """[x] when the arms' x is read from a metric."""
+    x = expect_params(params, CrossingParams).x
+    return [] if x is None else [x]
+
+
+def crossing_judged(params: BaseModel) -> bool:
+    """A crossing without a region is an open question's estimate."""
+    return expect_params(params, CrossingParams).region is not None
+
+
 def survival_sequential_refusal(params: BaseModel) -> str:
     """``summary: rmst`` is calibrated at a fixed seed count only."""
     if expect_params(params, SurvivalCompareParams).summary != "rmst":
@@ -629,5 +654,6 @@ CRITERION_SPECS: dict[str, CriterionSchema] = {s.name: s for s in (
     CriterionSchema("correlation", CorrelationParams, _one_arm(CorrelationParams), ANY_KIND,
                     correlation_metrics),
     CriterionSchema("value", ValueParams, _one_arm(ValueParams), ANY_KIND),
-    CriterionSchema("crossing", CrossingParams, crossing_arms, VALUE_ONLY),
+    CriterionSchema("crossing", CrossingParams, crossing_arms, VALUE_ONLY, crossing_metrics,
+                    judged=crossing_judged),
 )}

@@ -227,6 +227,30 @@ class CurveAt(ValueMetric):
                 "seeds without one are left out.")
 
 
+class CurveReached(ValueMetric):
+    """1 when a curve reaches a level at a recorded step <= `by` (default: the budget), else 0:
+    an arm's mean is the share of its seeds that got there in time (paper 2's empirical
+    threshold: whether RQI reaches 0.95 within the budget, against the training fraction, for
+    `crossing`). Undefined for a record frozen by early stopping before `by` without having
+    reached it (whether it would have is unknown)."""
+
+    undefined: ClassVar[str] = "undefined (stopped early, before the step, without reaching it)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
+    name: Literal["curve_reached"]
+    curve: str = Field(description="a curve the experiment records, e.g. parallelogram.rqi")
+    level: Float = Field(description="the level the curve must reach (equal counts)")
+    direction: Literal["above", "below"] = Field(
+        "above", description="above: value >= level; below: value <= level")
+    by: Int | None = Field(None, ge=0, le=MAX_STEPS,
+                           description="the last step that counts (default: the budget)")
+
+    def describe(self) -> str:
+        sign = ">=" if self.direction == "above" else "<="
+        when = "within the budget" if self.by is None else f"by step {self.by}"
+        return (f"1 when {self.curve} is {sign} {self.level:g} at a recorded step {when}, else "
+                "0; seeds stopped early before that without reaching it are left out.")
+
+
 class CurveMean(_Window):
     """Mean of a curve's non-null values at its recorded steps in [start, end]; undefined when
     it has none there."""
@@ -327,6 +351,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "fall_onset": FallOnset,
     "fall_onset_ratio": FallOnsetRatio,
     "curve_at": CurveAt,
+    "curve_reached": CurveReached,
     "curve_mean": CurveMean,
     "curve_ratio": CurveRatio,
     "final_value": FinalValue,

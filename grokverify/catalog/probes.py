@@ -299,8 +299,10 @@ class ParallelogramNullitySpec(ProbeSpec):
     Curves: `parallelogram_nullity.n0` (the nullity, `grokverify.analysis.parallelogram.
     nullities`: exact integer Gram matrix, eigenvalue rank) and `parallelogram_nullity.is2`
     (1.0 when n0 = 2, else 0.0; its mean over seeds is paper 2's P(n0 = 2) at the arm's
-    training fraction). A seed's training set is the samples of its training rows, (a, b) and
-    (b, a) one sample, as in `parallelogram`.
+    training fraction) and `parallelogram_nullity.fraction` (the seed's training fraction k/N:
+    its k training samples over the N = p(p + 1)/2 samples, the x of Fig. 4a; a train_frac's
+    realised value, round(train_frac · N)/N). A seed's training set is the samples of its
+    training rows, (a, b) and (b, a) one sample, as in `parallelogram`.
 
     A property of the split alone, read from ProbeContext.train: no role, any model, constant
     over training (a flat curve); with a zero-step budget it is read at step 0 with `curve_at`
@@ -310,7 +312,8 @@ class ParallelogramNullitySpec(ProbeSpec):
     name: Literal["parallelogram_nullity"]
 
     def curves(self) -> list[str]:
-        return ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
+        return ["parallelogram_nullity.n0", "parallelogram_nullity.is2",
+                "parallelogram_nullity.fraction"]
 
     def roles_needed(self) -> tuple[str, ...]:
         return ()  # the split only

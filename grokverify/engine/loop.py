@@ -45,7 +45,7 @@ from grokverify.engine.data import Batches, SeedData
 from grokverify.engine.fast import fast_path_for
 from grokverify.engine.interventions import INTERVENTIONS, Intervention
 from grokverify.engine.optimizers import build_optimizer, reset_seed_state
-from grokverify.engine.probes import PROBES, ProbeContext
+from grokverify.engine.probes import PROBES, ProbeContext, Spectra
 from grokverify.engine.record import EVAL_CURVES, SeedRecord
 from grokverify.engine.sampling import Sampler
 from grokverify.spec import ExperimentSpec, TrainingSpec
@@ -146,7 +146,7 @@ class Shard:
                  before: dict[str, Tensor] | None = None) -> None:
         due = [p for p in probes if step % p.every == 0]
         if due:
-            ctx = ProbeContext(self.data.train, before or {}, self.batch)
+            ctx = ProbeContext(self.data.train, before or {}, self.batch, Spectra(self.model))
             with torch.no_grad():
                 values: dict[str, Tensor] = {}
                 for spec in due:

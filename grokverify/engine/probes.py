@@ -40,15 +40,46 @@ from grokverify.engine.streams import torch_generator
 from grokverify.registry import registrar
 
 
+class Spectra:
+    """One probe point's float64 copy of each parameter role and its Gram singular values,
+    made once for every probe due there that reads them: sigma_max and rank (rtol ≥
+    GRAM_MIN_RTOL) both need E's and W's, and at paper 1's shapes (W 256 × 256, 8 seeds) the
+    eigenvalues are nearly all of either probe's cost, so sharing them halves the pair's
+    (benchmarks/throughput.py, `probe_overhead`). Valid only while the parameters do not
+    change: the loop makes a new one for each probe point."""
+
+    def __init__(self, model: BatchedModel) -> None:
+        self._model = model
+        self._double: dict[str, tuple[Tensor, Tensor]] = {}
+        self._gram: dict[str, Tensor] = {}
+
+    def double(self, role: str) -> tuple[Tensor, Tensor]:
+        """`_finite_double` of the role's parameter: (S, ...) float64, (S,) finite mask."""
+        if role not in self._double:
+            self._double[role] = _finite_double(self._model.param(self._model.role(role)))
+        return self._double[role]
+
+    def gram_values(self, role: str) -> Tensor:
+        """`_gram_singular_values` of the role's parameter (zeroed where not finite)."""
+        if role not in self._gram:
+            self._gram[role] = _gram_singular_values(self.double(role)[0])
+        return self._gram[role]
+
+
 @dataclass(frozen=True)
 class ProbeContext:
     """What a probe may read besides the model: each seed's training rows (S, n), for an
-    update probe the parameters of its roles before the step's update, and the run's minibatch
-    rows per seed (n for full batch; None: not given)."""
+    update probe the parameters of its roles before the step's update, the run's minibatch
+    rows per seed (n for full batch; None: not given), and the probe point's shared spectra
+    (None: each probe computes its own)."""
 
     train: tuple[Tensor, Tensor, Tensor] | None = None
     before: dict[str, Tensor] = field(default_factory=dict)
     batch: int | None = None
+    spectra: Spectra | None = None
+
+    def spectra_of(self, model: BatchedModel) -> Spectra:
+        return self.spectra if self.spectra is not None else Spectra(model)
 
 
 ProbeFn = Callable[[BatchedModel, ProbeSpec, ProbeContext], dict[str, Tensor]]
@@ -72,7 +103,12 @@ def sigma_max_of(matrices: Tensor) -> Tensor:
     (accurate to ~1e-15 relative for the largest singular value, and ~30% cheaper than a full
     SVD, which the probe's budget needs at p = 97)."""
     w, finite = _finite_double(matrices)  # a diverged seed's matrix: NaN, no error
-    return torch.where(finite, _gram_singular_values(w)[..., -1], float("nan"))
+    return _top(_gram_singular_values(w), finite)
+
+
+def _top(sv: Tensor, finite: Tensor) -> Tensor:
+    """The largest of ascending singular values (S, k); NaN where the seed's matrix was not."""
+    return torch.where(finite, sv[..., -1], float("nan"))
 
 
 def _finite_double(matrices: Tensor) -> tuple[Tensor, Tensor]:
@@ -96,6 +132,11 @@ def rank_of(matrices: Tensor, rtol: float) -> Tensor:
     half the probe's cost), from an SVD below it."""
     w, finite = _finite_double(matrices)
     sv = _gram_singular_values(w) if rtol >= GRAM_MIN_RTOL else torch.linalg.svdvals(w)
+    return _rank_from(sv, finite, rtol)
+
+
+def _rank_from(sv: Tensor, finite: Tensor, rtol: float) -> Tensor:
+    """`rank_of` from the singular values (S, k) and the finite mask (S,)."""
     top = sv.amax(dim=1, keepdim=True)
     rank = (sv > rtol * top).sum(dim=1).double()
     return torch.where(finite, rank, float("nan"))
@@ -166,7 +207,8 @@ def _grad_norm(model: BatchedModel, role: str) -> Tensor:
 def sigma_max(model: BatchedModel, spec: ProbeSpec,
               ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, SigmaMaxSpec)
-    return {f"sigma_max.{role}": sigma_max_of(model.param(model.role(role)))
+    spectra = ctx.spectra_of(model)
+    return {f"sigma_max.{role}": _top(spectra.gram_values(role), spectra.double(role)[1])
             for role in spec.of}
 
 
@@ -182,15 +224,18 @@ def grad_norm_ratio(model: BatchedModel, spec: ProbeSpec,
 def rank(model: BatchedModel, spec: ProbeSpec,
          ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, RankSpec)
+    spectra = ctx.spectra_of(model)
     out: dict[str, Tensor] = {}
     for m in spec.of:
         if m == "EW":
-            e, e_ok = _finite_double(model.param(model.role("E")))
-            w, w_ok = _finite_double(model.param(model.role("W")))
+            (e, e_ok), (w, w_ok) = spectra.double("E"), spectra.double("W")
             r = rank_of(_ew_core(e, w), spec.rtol)
             out["rank.EW"] = torch.where(e_ok & w_ok, r, float("nan"))
         else:
-            out[f"rank.{m}"] = rank_of(model.param(model.role(m)), spec.rtol)
+            x, finite = spectra.double(m)
+            sv = (spectra.gram_values(m) if spec.rtol >= GRAM_MIN_RTOL
+                  else torch.linalg.svdvals(x))
+            out[f"rank.{m}"] = _rank_from(sv, finite, spec.rtol)
     return out
 
 
@@ -393,8 +438,10 @@ def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
     if ctx.train is None:
         raise ValueError("parallelogram_nullity needs the training rows (ProbeContext.train)")
     p = model.shape.p
-    n0 = nullity_of(sample_masks(ctx.train[0], ctx.train[1], p), p)
+    masks = sample_masks(ctx.train[0], ctx.train[1], p)
+    n0 = nullity_of(masks, p)
+    values = {"n0": n0, "is2": (n0 == 2).astype(np.float64),
+              "fraction": masks.sum(axis=1) / masks.shape[1]}
     device = model.leaves[0].device
-    return {"parallelogram_nullity.n0": torch.as_tensor(n0, dtype=torch.float64, device=device),
-            "parallelogram_nullity.is2": torch.as_tensor((n0 == 2).astype(np.float64),
-                                                         device=device)}
+    return {f"parallelogram_nullity.{k}": torch.as_tensor(v, dtype=torch.float64, device=device)
+            for k, v in values.items()}

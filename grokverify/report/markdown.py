@@ -91,9 +91,40 @@ def _single_result(res: dict[str, Any]) -> list[str]:
             "How censoring is handled: " + text(result["details"].get("censoring", "")), ""]
 
 
+def _findings(res: dict[str, Any]) -> list[str]:
+    """An open question's family: each member's estimate and CI, the fitted trend (if one is
+    declared) and each member's own result; nothing is judged."""
+    from grokverify.stats.trend import describe
+
+    fam = res["family"]
+    trend = fam.get("trend")
+    predicted = (trend or {}).get("predicted") or {}
+    xs = (trend or {}).get("x") or {}
+    out = [f"An open question ({len(fam['members'])} members): each member's estimate and CI "
+           "are its own criterion's; nothing is claimed, so nothing is judged.", "",
+           "| member | x | estimate | CI | trend's value | result |", "|---|---|---|---|---|---|"]
+    for m in fam["members"]:
+        r = m["result"]
+        out.append(f"| {text(m['member'])} | {_num(xs.get(m['member']))} | "
+                   f"{_num(r['estimate'])} | {_ci(r['ci'])} | "
+                   f"{_num(predicted.get(m['member']))} | {m['verdict']} |")
+    out += ["", f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
+    if trend:
+        left = "; ".join(f"{text(k)}: {text(v)}" for k, v in trend["left_out"].items())
+        out += [f"Trend ({text(trend['fit'])}): {text(describe(trend))} Method: "
+                f"{text(trend['method'])}." + (f" Left out: {left}." if left else ""), ""]
+    for m in fam["members"]:
+        r = m["result"]
+        out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
+                *_arm_table(r, res["arms"], m["member"]), ""]
+    return out
+
+
 def _family_result(res: dict[str, Any]) -> list[str]:
     """The family's rule by what it claims (grokverify.family), a row per member, its verdict,
     then each member's own result."""
+    if res["verdict"] == "FINDING":
+        return _findings(res)
     rules = {
         "all": "The claim is about **every** member (`claims: all`), an intersection–union "
                "test: the family is SUPPORTED when every member is supported at the nominal "

@@ -217,6 +217,8 @@ def p_against_words(result: dict[str, Any]) -> str:
     """The p-values against θ in plain words (from `CriterionResult.to_dict`), for the reports
     to print next to the verdict: they decide it, at the CI's one-sided level."""
     p_support, p_refute = result.get("p_support"), result.get("p_refute")
+    if result.get("verdict") == "FINDING":
+        return "p against θ: — (an open question: no claimed region, nothing tested)"
     if p_support is None and p_refute is None:
         return "p against θ: — (no estimate)"
     alpha = (1.0 - float(result["ci_level"])) / 2.0

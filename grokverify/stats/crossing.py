@@ -21,7 +21,14 @@ grid. The CI's ends are order statistics in Davison & Hinkley's convention: with
 and alpha/2 = a, k = floor(a (B + 1)), the CI is [x*_(k), x*_(B+1-k)]; k = 0 (too few
 resamples for the level) gives (-inf, inf).
 
-Verdict: `grokverify.verdict.decide_interval` against ``region`` (both ends included). The
+x from a metric (``x``): each arm's x is the mean over its seeds of that metric (paper 2's
+realised training fraction), fixed at the full sample's value in every resample (it is the
+same for every seed of a train_frac arm); the arms must keep the declared order, and arms
+whose x coincide (two nominal fractions that round to one training-set size) are pooled into
+one point, their seeds resampled together.
+
+Verdict: `grokverify.verdict.decide_interval` against ``region`` (both ends included); with no
+region (an open question) the crossing and its CI are a FINDING and nothing is judged. The
 one-sided p's against the region invert the same order statistics: p = (c + 1) / (B + 1), c the
 resamples on the wrong side of an end (p_support: the larger of those below low and those
 above high; p_refute: the smaller of those at or above low and those at or below high), so
@@ -84,8 +91,40 @@ def _words(p: CrossingParams) -> tuple[str, str]:
     fmt = verdict_rules.format_number
     rises = "rises" if p.direction == "rising" else "falls"
     label = f"x at which the arm mean {rises} through {fmt(p.level)}"
-    region = f"crossing x within [{fmt(p.region[0])}, {fmt(p.region[1])}]"
+    region = (f"crossing x within [{fmt(p.region[0])}, {fmt(p.region[1])}]" if p.region
+              else "none: an open question's estimate")
     return label, region
+
+
+def _arm_xs(p: CrossingParams, data: list[ArmSample]) -> tuple[np.ndarray, str]:
+    """Each arm's x: declared, or (``x``) its seeds' mean of that metric; and why they cannot
+    serve ("" when they can: finite and never decreasing in the declared order)."""
+    if p.x is None:
+        return np.asarray(p.xs, dtype=float), ""
+    label = p.x.label()
+    xs = np.array([a.extra[label].mean() if a.n else math.nan for a in data])
+    if not np.isfinite(xs).all():
+        bad = [a.name for a, x in zip(data, xs, strict=True) if not math.isfinite(x)]
+        return xs, f"x ({label}) is undefined for arm(s) {', '.join(bad)}"
+    if not (np.diff(xs) >= 0).all():
+        i = int(np.argmax(np.diff(xs) < 0))
+        fmt = verdict_rules.format_number
+        return xs, (f"x ({label}) must increase in the order of points, but arm "
+                    f"{data[i + 1].name!r} has x = {fmt(xs[i + 1])} after {data[i].name!r} "
+                    f"with x = {fmt(xs[i])}")
+    return xs, ""
+
+
+def _pooled(data: list[ArmSample], xs: np.ndarray) -> tuple[list[ArmSample], np.ndarray]:
+    """Arms of equal x merged into one (their seeds together, names joined by "+")."""
+    out: list[ArmSample] = []
+    for x in np.unique(xs):
+        same = [a for a, ax in zip(data, xs, strict=True) if ax == x]
+        out.append(same[0] if len(same) == 1 else ArmSample(
+            "+".join(a.name for a in same), np.concatenate([a.values for a in same]),
+            np.concatenate([a.observed for a in same]), sum((a.seeds for a in same), ()),
+            kind="value"))
+    return out, np.unique(xs)
 
 
 def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
@@ -93,8 +132,8 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     and the verdict against the claimed region."""
     p = expect_params(params, CrossingParams)
     data = require_arms(NAME, p.arms, arms, ("value",))
-    xs = np.asarray(p.xs, dtype=float)
-    low, high = float(p.region[0]), float(p.region[1])
+    xs, bad_x = _arm_xs(p, data)
+    low, high = (float(p.region[0]), float(p.region[1])) if p.region else (math.nan, math.nan)
     rising = p.direction == "rising"
     label, region_words = _words(p)
     fmt = verdict_rules.format_number
@@ -102,18 +141,21 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     frame = Frame(NAME, label, "percentile bootstrap CI of the interpolated crossing, seeds "
                   "resampled within each arm (no test)", low, region_words, p.ci_level,
                   {"censoring": CENSORING, "level": p.level, "direction": p.direction,
-                   "region": [low, high], "points": dict(zip(p.arms, p.xs, strict=True)),
+                   "region": [low, high] if p.region else None,
+                   "points": dict(zip(p.arms, p.xs, strict=True)),
+                   "x": "declared" if p.x is None else f"arm mean of {p.x.label()}",
                    "alpha": alpha, "alpha_one_sided": alpha / 2,
                    "monotonicity": f"assumed: the arm means {p.direction.replace('ing', 'e')} "
                                    "with x; the first bracketing pair decides"})
-    rows = [arm_row(a, _columns(a, x)) for a, x in zip(data, p.xs, strict=True)]
-    if why := too_few_seeds(data, 2):
+    rows = [arm_row(a, _columns(a, x)) for a, x in zip(data, xs, strict=True)]
+    if why := too_few_seeds(data, 2) or bad_x:
         return frame.inconclusive(why, rows)
     outside = [f"arm {a.name!r} has {int(((a.values < 0) | (a.values > 1)).sum())} value(s) "
                "outside [0, 1]" for a in data if ((a.values < 0) | (a.values > 1)).any()]
     if outside:
         return frame.inconclusive("; ".join(outside) + ", and the crossing criterion reads "
                                   "each arm's mean as a probability (values in [0, 1])", rows)
+    data, xs = _pooled(data, xs)
     means = np.array([a.values.mean() for a in data])
     steps = np.diff(means) if rising else -np.diff(means)
     mean_details = {"means": means.tolist(), "monotone": bool((steps >= 0).all()),
@@ -136,7 +178,13 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     k = order_k(p.ci_level, p.n_boot)
     ci = (boot[k - 1], boot[p.n_boot - k]) if k >= 1 else (-math.inf, math.inf)
     ci = (float(ci[0]), float(ci[1]))
-    verdict, reason = verdict_rules.decide_interval(ci, low, high, estimate, label, p.ci_level)
+    if p.region:
+        verdict, reason = verdict_rules.decide_interval(ci, low, high, estimate, label,
+                                                        p.ci_level)
+    else:
+        verdict = verdict_rules.Verdict.FINDING
+        reason = (f"An open question, estimated and not judged: the {label} is "
+                  f"{fmt(estimate)}, {p.ci_level:.0%} CI {verdict_rules.format_ci(ci)}.")
     lo_i = int(_first_bracket((means - p.level if rising else p.level - means)[None])[1][0])
     hi_i = lo_i + 1
     reason = (reason.rstrip(".") + f"; interpolated between {data[lo_i].name} (x = "
@@ -153,6 +201,8 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
         "resamples_crossing_below_first_x": below, "resamples_crossing_beyond_last_x": above,
         "p_method": "(c + 1) / (B + 1), c the resamples on the wrong side of a region end "
                     "(the order statistics the CI reads)"})
+    if not p.region:
+        return result
     n1 = p.n_boot + 1
     result.p_support = max(int((boot < low).sum()) + 1, int((boot > high).sum()) + 1) / n1
     result.p_refute = min(int((boot >= low).sum()) + 1, int((boot <= high).sum()) + 1) / n1
