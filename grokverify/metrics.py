@@ -22,6 +22,7 @@ from grokverify.catalog.metrics import (
     CurveReaches,
     FallOnset,
     FallOnsetRatio,
+    FinalDifference,
     FinalValue,
     MetricSpec,
     TrackingDrift,
@@ -209,6 +210,18 @@ def final_value(result: dict[str, Any], spec: FinalValue) -> Observation | None:
     return (values[-1], True) if values else None
 
 
+def final_difference(result: dict[str, Any], spec: FinalDifference) -> Observation | None:
+    """curve − minus (or its absolute value) at the last step where both have a value."""
+    minus = {step: v for step, v in _points(result, spec.minus) if v is not None}
+    both = [(step, v) for step, v in _points(result, spec.curve)
+            if v is not None and step in minus]
+    if not both:
+        return None
+    step, v = both[-1]
+    diff = v - minus[step]
+    return (abs(diff) if spec.absolute else diff), True
+
+
 def tracking_drift(result: dict[str, Any], spec: TrackingDrift) -> Observation | None:
     """Fold drift of x = (num / den) / (pred_num / pred_den) between two windows."""
     names = spec.curves()
@@ -249,6 +262,7 @@ METRICS: dict[str, MetricFn] = {
     "curve_mean": curve_mean,
     "curve_ratio": curve_ratio,
     "final_value": final_value,
+    "final_difference": final_difference,
     "tracking_drift": tracking_drift,
 }
 

@@ -139,7 +139,8 @@ def test_kinds_and_defaults() -> None:
         "val_threshold_step", "train_threshold_step", "grokking_lag", "delay_ratio",
         "curve_reaches", "fall_onset", "fall_onset_ratio"}
     assert {n for n, k in kinds.items() if k == "value"} == {
-        "curve_at", "curve_reached", "curve_mean", "curve_ratio", "final_value", "tracking_drift"}
+        "curve_at", "curve_reached", "curve_mean", "curve_ratio", "final_value", "final_difference",
+        "tracking_drift"}
     assert set(METRICS) == set(METRIC_SPECS)
 
 

@@ -18,7 +18,7 @@ import torch
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
-from grokverify.catalog.metrics import CurveReached, CurveReaches
+from grokverify.catalog.metrics import CurveReached, CurveReaches, FinalDifference
 from grokverify.catalog.models import ToySumSpec
 from grokverify.catalog.probes import ParallelogramSpec
 from grokverify.engine.batched import BatchedModel
@@ -245,6 +245,28 @@ def test_curve_reached_is_one_when_the_level_is_reached_in_time() -> None:
     assert spec.kind == "value" and spec.curves() == ["parallelogram.rqi"]
     assert spec.describe().startswith("1 when parallelogram.rqi is >= 0.95 at a recorded step "
                                       "by step 300, else 0")
+
+
+def test_final_difference_is_taken_at_the_last_step_both_curves_have() -> None:
+    """Acc^ against the measured accuracy: the last step where both are recorded and finite."""
+    rec = {"curves": {"parallelogram.acc_test": {"steps": [0, 10, 20],
+                                                 "values": [0.2, 0.9, None]},
+                      "val_acc": {"steps": [0, 10, 20], "values": [0.1, 0.7, 0.8]}},
+           "summary": {"budget": 20, "done": False, "diverged": False, "stopped_step": 20}}
+    spec = FinalDifference.model_validate({"name": "final_difference",
+                                           "curve": "parallelogram.acc_test",
+                                           "minus": "val_acc"})
+    got = observe(spec, rec)
+    assert got is not None and got[0] == pytest.approx(0.2) and got[1]
+    flipped = spec.model_copy(update={"curve": "val_acc", "minus": "parallelogram.acc_test"})
+    assert observe(flipped, rec)[0] == pytest.approx(-0.2)  # type: ignore[index]
+    assert observe(flipped.model_copy(update={"absolute": True}), rec)[0] == pytest.approx(0.2)  # type: ignore[index]
+    rec["curves"]["val_acc"]["values"] = [None, math.nan, 0.8]
+    assert observe(spec, rec) is None  # no step with both
+    assert spec.curves() == ["parallelogram.acc_test", "val_acc"] and spec.kind == "value"
+    with pytest.raises(pydantic.ValidationError, match="different curves"):
+        FinalDifference.model_validate({"name": "final_difference", "curve": "val_acc",
+                                        "minus": "val_acc"})
 
 
 def test_curve_reaches_words() -> None:

@@ -302,6 +302,32 @@ class FinalValue(ValueMetric):
                 "value); seeds without one are left out.")
 
 
+class FinalDifference(ValueMetric):
+    """`curve` minus `minus` at the last step where both have a value (|difference| with
+    `absolute`): e.g. paper 2's predicted test accuracy Acc^ against the measured one at the end
+    of training. Undefined when no step has both."""
+
+    undefined: ClassVar[str] = "undefined (no step where both curves have a value)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve", "minus")
+    name: Literal["final_difference"]
+    curve: str = Field(description="a curve the experiment records, e.g. parallelogram.acc_test")
+    minus: str = Field(description="the curve subtracted, e.g. val_acc")
+    absolute: bool = Field(False, description="the difference's absolute value")
+
+    @model_validator(mode="after")
+    def _two_curves(self) -> FinalDifference:
+        if self.curve == self.minus:
+            raise ValueError("curve and minus must be different curves (the difference of a "
+                             "curve and itself is 0)")
+        return self
+
+    def describe(self) -> str:
+        what = (f"|{self.curve} - {self.minus}|" if self.absolute
+                else f"{self.curve} - {self.minus}")
+        return (f"{what} at the last step where both have a value; seeds without one are left "
+                "out.")
+
+
 class TrackingDrift(ValueMetric):
     """How far a ratio of two curves drifts from tracking a predicted ratio of two others over
     training: x(t) = (numerator / denominator) / (predicted_numerator / predicted_denominator)
@@ -355,6 +381,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "curve_mean": CurveMean,
     "curve_ratio": CurveRatio,
     "final_value": FinalValue,
+    "final_difference": FinalDifference,
     "tracking_drift": TrackingDrift,
 }
 
