@@ -322,6 +322,38 @@ class ParallelogramNullitySpec(ProbeSpec):
         return paper2_misfit("parallelogram_nullity", task)
 
 
+class EffectiveSpec(ProbeSpec):
+    """Paper 2's effective theory (arXiv 2205.10343, §3.2, App. F, Eq. 4) of each seed's
+    training set and current embedding (`grokverify.analysis.effective`): the effective
+    Hessian's third eigenvalue λ3 (the "grokking rate", 0 when the nullity exceeds 2), the
+    predicted steps n_h = 1/(λ3 η) (none when λ3 = 0), and a discretised gradient flow of
+    ℓ_eff from the normalised embedding, `flow_steps` steps of size η (`method` rk4 or euler),
+    with how far it moves the quantities App. F proves conserved: ΣE_k (from a centred start)
+    and Z0 = Σ|E_k|².
+
+    Curves: `effective.lambda3`, `effective.n_h`, `effective.sum_drift` (max over the flow of
+    |ΣE_k(t) − ΣE_k(0)| / √Z0(0)), `effective.z0_drift` (max over the flow of |Z0(t) − Z0(0)|
+    / Z0(0)); drifts are NaN where the flow's step is unstable (η λmax(H) ≥ 2). Read at step 0
+    the embedding is the initial one (a zero-step budget trains nothing). Same task check as
+    `parallelogram`."""
+
+    name: Literal["effective"]
+    eta: Float = Field(gt=0, le=MAX_FACTOR, description=(
+        "the step size η of n_h and of the flow (the paper: the embeddings' learning rate)"))
+    flow_steps: Int = Field(1000, ge=0, le=MAX_STEPS, description="steps of the flow")
+    method: Literal["rk4", "euler"] = Field(
+        "rk4", description="rk4: follows the flow to O(η⁴); euler: plain gradient descent")
+
+    def curves(self) -> list[str]:
+        return [f"effective.{c}" for c in ("lambda3", "n_h", "sum_drift", "z0_drift")]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E",)
+
+    def misfit(self, task: ProbeTask) -> str | None:
+        return paper2_misfit("effective", task)
+
+
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "sigma_max": SigmaMaxSpec,
     "grad_norm_ratio": GradNormRatioSpec,
@@ -332,4 +364,5 @@ PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "token_frequency": TokenFrequencySpec,
     "parallelogram": ParallelogramSpec,
     "parallelogram_nullity": ParallelogramNullitySpec,
+    "effective": EffectiveSpec,
 }

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from grokverify.analysis.representation import Distance
 
 from grokverify.catalog.probes import (
+    EffectiveSpec,
     FourierShareSpec,
     GradNormRatioSpec,
     HessianMaxSpec,
@@ -445,3 +446,45 @@ def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
     device = model.leaves[0].device
     return {f"parallelogram_nullity.{k}": torch.as_tensor(v, dtype=torch.float64, device=device)
             for k, v in values.items()}
+
+
+def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
+                 method: str) -> dict[str, np.ndarray]:
+    """Per seed (`EffectiveSpec`): λ3, n_h and the flow's drifts of ΣE_k and Z0, from
+    embeddings e (S, p, d) and training masks (S, N); NaN for a diverged seed, n_h NaN (no
+    prediction) where λ3 = 0, drifts NaN where the flow's step is unstable or E is constant."""
+    from grokverify.analysis import effective as eff
+    from grokverify.analysis import parallelogram as pg
+    n_seeds, p, d = e.shape
+    out = {c: np.full(n_seeds, np.nan) for c in ("lambda3", "n_h", "sum_drift", "z0_drift")}
+    z0 = eff.normalised_z0(p, d)
+    for s in range(n_seeds):
+        if not np.isfinite(e[s]).all():
+            continue
+        system = eff.parallelogram_system(pg.samples(p)[masks[s]], p)
+        lam3 = eff.grokking_rate(system, p, z0=z0)
+        out["lambda3"][s] = lam3
+        out["n_h"][s] = 1.0 / (lam3 * eta) if lam3 > 0 else np.nan
+        try:
+            flow = eff.effective_flow(e[s], system, eta, flow_steps,
+                                      method=method)  # type: ignore[arg-type]
+        except ValueError:  # unstable step, or a constant embedding dimension
+            continue
+        out["sum_drift"][s] = np.abs(flow.c - flow.c[0]).max() / np.sqrt(flow.z0[0])
+        out["z0_drift"][s] = np.abs(flow.z0 - flow.z0[0]).max() / flow.z0[0]
+    return out
+
+
+@probe("effective")
+def effective(model: BatchedModel, spec: ProbeSpec,
+              ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, EffectiveSpec)
+    if ctx.train is None:
+        raise ValueError("effective needs the training rows (ProbeContext.train)")
+    p = model.shape.p
+    e = model.param(model.role("E")).detach()[:, :p].double().cpu().numpy()  # number rows
+    values = effective_of(e, sample_masks(ctx.train[0], ctx.train[1], p), spec.eta,
+                          spec.flow_steps, spec.method)
+    device = model.leaves[0].device
+    return {f"effective.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
+            for c, v in values.items()}
