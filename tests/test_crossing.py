@@ -350,17 +350,10 @@ def test_bad_points_in_a_claim_name_the_field(tmp_path: Path) -> None:
         found
 
 
-OPEN_QUESTION = """\
-id: open_tiny
-title: Tiny open question
-statement: test fixture.
-source: {arxiv: "2205.10343", where: test fixture, role: open_question, quote: test fixture}
-base:
-  task: {op: add, p: 6, modular: false, unordered: true, train_frac: 0.4, test_frac: null}
-  model: {kind: toy_sum, hidden: 4, emb_dim: 1}
-  optimizer: {name: adamw, lr: 0.001}
-  training: {steps: 0, eval_interval: 1}
-  probes: [{name: parallelogram_nullity, every: 1}]
+# CLAIM's id, title, source and base, asked as an open question
+OPEN_QUESTION = CLAIM[:CLAIM.index("arms: {}")].replace("crossing_tiny", "open_tiny").replace(
+    "Tiny crossing claim", "Tiny open question").replace("role: inference",
+                                                         "role: open_question") + """\
 arms:
   f0.2: {task: {train_frac: 0.2}}
   f0.4: {}

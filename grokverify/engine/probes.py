@@ -410,19 +410,32 @@ def parallelogram_of(e: np.ndarray, masks: np.ndarray, delta: float,
     return out
 
 
+def _split_masks(name: str, model: BatchedModel, ctx: ProbeContext) -> np.ndarray:
+    """`sample_masks` of the seeds' training rows, for paper 2's probes of the split."""
+    if ctx.train is None:
+        raise ValueError(f"{name} needs the training rows (ProbeContext.train)")
+    return sample_masks(ctx.train[0], ctx.train[1], model.shape.p)
+
+
+def _number_rows(model: BatchedModel) -> np.ndarray:
+    """E's rows of the numbers 0..p-1 (models index them by value), (S, p, d) float64 host."""
+    return model.param(model.role("E")).detach()[:, :model.shape.p].double().cpu().numpy()
+
+
+def _curves(name: str, model: BatchedModel, values: dict[str, np.ndarray]) -> dict[str, Tensor]:
+    """Host per-seed values as the probe's float64 curves on the model's device."""
+    device = model.leaves[0].device
+    return {f"{name}.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
+            for c, v in values.items()}
+
+
 @probe("parallelogram")
 def parallelogram(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ParallelogramSpec)
-    if ctx.train is None:
-        raise ValueError("parallelogram needs the training rows (ProbeContext.train)")
-    p = model.shape.p
-    e = model.param(model.role("E")).detach()[:, :p].double().cpu().numpy()  # number rows
-    values = parallelogram_of(e, sample_masks(ctx.train[0], ctx.train[1], p), spec.delta,
-                              spec.distance)
-    device = model.leaves[0].device
-    return {f"parallelogram.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
-            for c, v in values.items()}
+    masks = _split_masks("parallelogram", model, ctx)
+    return _curves("parallelogram", model, parallelogram_of(_number_rows(model), masks,
+                                                            spec.delta, spec.distance))
 
 
 def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
@@ -436,16 +449,11 @@ def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
 def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
                           ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ParallelogramNullitySpec)
-    if ctx.train is None:
-        raise ValueError("parallelogram_nullity needs the training rows (ProbeContext.train)")
-    p = model.shape.p
-    masks = sample_masks(ctx.train[0], ctx.train[1], p)
-    n0 = nullity_of(masks, p)
-    values = {"n0": n0, "is2": (n0 == 2).astype(np.float64),
-              "fraction": masks.sum(axis=1) / masks.shape[1]}
-    device = model.leaves[0].device
-    return {f"parallelogram_nullity.{k}": torch.as_tensor(v, dtype=torch.float64, device=device)
-            for k, v in values.items()}
+    masks = _split_masks("parallelogram_nullity", model, ctx)
+    n0 = nullity_of(masks, model.shape.p)
+    return _curves("parallelogram_nullity", model, {
+        "n0": n0, "is2": (n0 == 2).astype(np.float64),
+        "fraction": masks.sum(axis=1) / masks.shape[1]})
 
 
 def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
@@ -479,12 +487,6 @@ def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
 def effective(model: BatchedModel, spec: ProbeSpec,
               ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, EffectiveSpec)
-    if ctx.train is None:
-        raise ValueError("effective needs the training rows (ProbeContext.train)")
-    p = model.shape.p
-    e = model.param(model.role("E")).detach()[:, :p].double().cpu().numpy()  # number rows
-    values = effective_of(e, sample_masks(ctx.train[0], ctx.train[1], p), spec.eta,
-                          spec.flow_steps, spec.method)
-    device = model.leaves[0].device
-    return {f"effective.{c}": torch.as_tensor(v, dtype=torch.float64, device=device)
-            for c, v in values.items()}
+    masks = _split_masks("effective", model, ctx)
+    return _curves("effective", model, effective_of(_number_rows(model), masks, spec.eta,
+                                                    spec.flow_steps, spec.method))

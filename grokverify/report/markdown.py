@@ -91,6 +91,16 @@ def _single_result(res: dict[str, Any]) -> list[str]:
             "How censoring is handled: " + text(result["details"].get("censoring", "")), ""]
 
 
+def _member_sections(res: dict[str, Any]) -> list[str]:
+    """Each family member's own result: its effect lines and arm table."""
+    out: list[str] = []
+    for m in res["family"]["members"]:
+        r = m["result"]
+        out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
+                *_arm_table(r, res["arms"], m["member"]), ""]
+    return out
+
+
 def _findings(res: dict[str, Any]) -> list[str]:
     """An open question's family: each member's estimate and CI, the fitted trend (if one is
     declared) and each member's own result; nothing is judged."""
@@ -113,10 +123,7 @@ def _findings(res: dict[str, Any]) -> list[str]:
         left = "; ".join(f"{text(k)}: {text(v)}" for k, v in trend["left_out"].items())
         out += [f"Trend ({text(trend['fit'])}): {text(describe(trend))} Method: "
                 f"{text(trend['method'])}." + (f" Left out: {left}." if left else ""), ""]
-    for m in fam["members"]:
-        r = m["result"]
-        out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
-                *_arm_table(r, res["arms"], m["member"]), ""]
+    out += _member_sections(res)
     return out
 
 
@@ -154,10 +161,7 @@ def _family_result(res: dict[str, Any]) -> list[str]:
             "that decides, after the correction that applies to that direction under the claim.",
             "",
             f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
-    for m in fam["members"]:
-        r = m["result"]
-        out += [f"### {text(m['member'])}: {m['verdict']}", "", *_effect_lines(r), "",
-                *_arm_table(r, res["arms"], m["member"]), ""]
+    out += _member_sections(res)
     first = fam["members"][0]["result"]
     out += ["How censoring is handled: " + text(first["details"].get("censoring", "")), ""]
     return out
