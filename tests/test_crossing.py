@@ -196,8 +196,8 @@ def test_bad_params_are_refused_naming_the_field(bad: dict[str, Any], field: str
     assert words in str(info.value), str(info.value)
 
 
-X_METRIC = {"name": "curve_at", "curve": "parallelogram_nullity.fraction", "step": 0}
-X_LABEL = "curve_at(curve=parallelogram_nullity.fraction, step=0)"
+X_METRIC = {"name": "curve_at", "curve": "sample_fraction", "step": 0}
+X_LABEL = "curve_at(curve=sample_fraction, step=0)"
 
 
 def with_x(a: ArmSample, x: float | list[float]) -> ArmSample:
@@ -271,7 +271,7 @@ base:
   model: {kind: toy_sum, hidden: 4, emb_dim: 1}
   optimizer: {name: adamw, lr: 0.001}
   training: {steps: 0, eval_interval: 1}
-  probes: [{name: parallelogram_nullity, every: 1}]
+  probes: [{name: parallelogram_nullity, every: 1}, {name: sample_fraction, every: 1}]
 arms: {}
 grid:
   name: "f{f}"
@@ -337,10 +337,10 @@ def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
 
 def test_an_x_metric_must_read_a_recorded_curve(tmp_path: Path) -> None:
     text = CLAIM.replace("  region: [0.5, 0.7]\n", "  region: [0.5, 0.7]\n  x: {name: curve_at, "
-                         "curve: parallelogram_nullity.fractions, step: 0}\n")
+                         "curve: sample_fractions, step: 0}\n")
     found = _problems(tmp_path, text)
     assert len(found) == 1 and "criterion.x.curve: unknown curve " \
-        "'parallelogram_nullity.fractions' (did you mean 'parallelogram_nullity.fraction'?)" \
+        "'sample_fractions' (did you mean 'sample_fraction'?)" \
         in found[0], found
 
 
@@ -374,7 +374,7 @@ metric: {name: curve_at, curve: parallelogram_nullity.is2, step: 0}
 criterion:
   name: crossing
   points: {f0.2: 0.2, f0.4: 0.4, f0.6: 0.6, f0.8: 0.8, f0.9: 0.9}
-  x: {name: curve_at, curve: parallelogram_nullity.fraction, step: 0}
+  x: {name: curve_at, curve: sample_fraction, step: 0}
   n_boot: 200
 """
 

@@ -14,7 +14,7 @@ import torch
 
 from grokverify.analysis import parallelogram as P
 from grokverify.catalog.models import ToySumSpec
-from grokverify.catalog.probes import ParallelogramNullitySpec
+from grokverify.catalog.probes import ParallelogramNullitySpec, SampleFractionSpec
 from grokverify.cli import main
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
@@ -25,7 +25,7 @@ from grokverify.tasks import build_dataset
 from grokverify.yamlio import SpecError
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
-CURVES = ["parallelogram_nullity.n0", "parallelogram_nullity.is2", "parallelogram_nullity.fraction"]
+CURVES = ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
 
 
 def brute_nullity(p: int, pairs: set[tuple[int, int]]) -> int:
@@ -56,6 +56,9 @@ def _probe(task: TaskSpec, seeds: list[int]) -> tuple[dict[str, np.ndarray], lis
     spec = ParallelogramNullitySpec(name="parallelogram_nullity", every=1)
     got = PROBES["parallelogram_nullity"](model, spec, ProbeContext(rows))
     assert sorted(got) == sorted(spec.curves()) == sorted(CURVES)
+    fraction = SampleFractionSpec(name="sample_fraction", every=1)
+    got.update(PROBES["sample_fraction"](model, fraction, ProbeContext(rows)))
+    assert fraction.curves() == ["sample_fraction"]
     samples = [{(min(x, y), max(x, y)) for x, y in zip(d.a[d.train_idx].tolist(),
                                                        d.b[d.train_idx].tolist(), strict=True)}
                for d in data]
@@ -79,7 +82,7 @@ def test_equals_the_exact_and_brute_nullity_of_each_seeds_split(p: int, frac: fl
         # round(frac · N); ordered rows count their distinct samples)
         n = p * (p + 1) // 2
         assert len(pairs) == round(frac * n) or not unordered
-        assert got["parallelogram_nullity.fraction"][s] == len(pairs) / n
+        assert got["sample_fraction"][s] == len(pairs) / n
 
 
 def test_both_outcomes_occur_near_the_critical_fraction() -> None:

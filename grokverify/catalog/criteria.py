@@ -510,7 +510,7 @@ class CrossingParams(BaseModel):
         "arm -> its x (e.g. the arm's train_frac), in strictly increasing x"))
     x: AnyMetric | None = Field(None, description=(
         "per-seed metric whose arm mean is the arm's x instead of the declared one (e.g. "
-        "{name: curve_at, curve: parallelogram_nullity.fraction, step: 0})"))
+        "{name: curve_at, curve: sample_fraction, step: 0})"))
     level: Float = Field(0.5, gt=0, lt=1, description="the mean value whose crossing is sought")
     direction: Literal["rising", "falling"] = "rising"
     region: list[Float] | None = Field(None, min_length=2, max_length=2, description=(

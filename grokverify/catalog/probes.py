@@ -299,10 +299,8 @@ class ParallelogramNullitySpec(ProbeSpec):
     Curves: `parallelogram_nullity.n0` (the nullity, `grokverify.analysis.parallelogram.
     nullities`: exact integer Gram matrix, eigenvalue rank) and `parallelogram_nullity.is2`
     (1.0 when n0 = 2, else 0.0; its mean over seeds is paper 2's P(n0 = 2) at the arm's
-    training fraction) and `parallelogram_nullity.fraction` (the seed's training fraction k/N:
-    its k training samples over the N = p(p + 1)/2 samples, the x of Fig. 4a; a train_frac's
-    realised value, round(train_frac · N)/N). A seed's training set is the samples of its
-    training rows, (a, b) and (b, a) one sample, as in `parallelogram`.
+    training fraction). A seed's training set is the samples of its training rows, (a, b) and
+    (b, a) one sample, as in `parallelogram`.
 
     A property of the split alone, read from ProbeContext.train: no role, any model, constant
     over training (a flat curve); with a zero-step budget it is read at step 0 with `curve_at`
@@ -312,14 +310,34 @@ class ParallelogramNullitySpec(ProbeSpec):
     name: Literal["parallelogram_nullity"]
 
     def curves(self) -> list[str]:
-        return ["parallelogram_nullity.n0", "parallelogram_nullity.is2",
-                "parallelogram_nullity.fraction"]
+        return ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
 
     def roles_needed(self) -> tuple[str, ...]:
         return ()  # the split only
 
     def misfit(self, task: ProbeTask) -> str | None:
         return paper2_misfit("parallelogram_nullity", task)
+
+
+class SampleFractionSpec(ProbeSpec):
+    """Paper 2's training fraction of each seed's split, k/N: its k training samples over the
+    N = p(p + 1)/2 samples (i, j), i ≤ j, of the toy ((a, b) and (b, a) one sample, as in
+    `parallelogram`): the x of Fig. 4a, a train_frac's realised value round(train_frac · N)/N,
+    which differs from the nominal one by up to 1/(2N). Curve `sample_fraction`. A property of
+    the split alone (no role, any model, constant over training; read at step 0); its own probe
+    rather than a curve of `parallelogram_nullity`, so that records already stored under that
+    probe's experiments stay complete. Same task check as `parallelogram`."""
+
+    name: Literal["sample_fraction"]
+
+    def curves(self) -> list[str]:
+        return ["sample_fraction"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ()  # the split only
+
+    def misfit(self, task: ProbeTask) -> str | None:
+        return paper2_misfit("sample_fraction", task)
 
 
 class EffectiveSpec(ProbeSpec):
@@ -364,5 +382,6 @@ PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "token_frequency": TokenFrequencySpec,
     "parallelogram": ParallelogramSpec,
     "parallelogram_nullity": ParallelogramNullitySpec,
+    "sample_fraction": SampleFractionSpec,
     "effective": EffectiveSpec,
 }

@@ -32,6 +32,7 @@ from grokverify.catalog.probes import (
     ParallelogramSpec,
     ProbeSpec,
     RankSpec,
+    SampleFractionSpec,
     SigmaMaxSpec,
     TokenFrequencySpec,
     UpdateNormSpec,
@@ -451,9 +452,17 @@ def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
     assert isinstance(spec, ParallelogramNullitySpec)
     masks = _split_masks("parallelogram_nullity", model, ctx)
     n0 = nullity_of(masks, model.shape.p)
-    return _curves("parallelogram_nullity", model, {
-        "n0": n0, "is2": (n0 == 2).astype(np.float64),
-        "fraction": masks.sum(axis=1) / masks.shape[1]})
+    return _curves("parallelogram_nullity", model,
+                   {"n0": n0, "is2": (n0 == 2).astype(np.float64)})
+
+
+@probe("sample_fraction")
+def sample_fraction(model: BatchedModel, spec: ProbeSpec,
+                    ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, SampleFractionSpec)
+    masks = _split_masks("sample_fraction", model, ctx)
+    return {"sample_fraction": torch.as_tensor(masks.sum(axis=1) / masks.shape[1],
+                                               dtype=torch.float64, device=model.leaves[0].device)}
 
 
 def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
