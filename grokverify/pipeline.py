@@ -237,18 +237,23 @@ def scale_flops(loaded: LoadedClaim, scale: str) -> float:
 
 def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
                              console: Console) -> None:
-    """The papers' settings are sized for GPUs: on a CPU they take days, so say so up front
+    """The papers' settings are sized for GPUs: on a CPU they take hours to days, so say so up front
     (the run goes ahead: finished seeds are stored, and it can be stopped and resumed). Not
     for a paper setting that is cheap (a property at initialisation: zero steps)."""
     if not device.startswith("cpu"):
         return
     for loaded in claims:
-        if loaded.claim.scales[scale].paper_setting \
-                and scale_flops(loaded, scale) > CPU_WARN_FLOPS:
+        if not loaded.claim.scales[scale].paper_setting:
+            continue
+        flops = scale_flops(loaded, scale)
+        if flops > CPU_WARN_FLOPS:
+            hours = flops / CPU_WARN_FLOPS  # CPU_WARN_FLOPS is about an hour
+            quick = (" or --scale quick" if scale != "quick" and "quick" in loaded.claim.scales
+                     else "")
             console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: scale {scale!r} is the "
-                          f"paper's setting and is sized for GPUs; on this CPU it may take days "
-                          f"(the progress bar's ETA says). Use --address with a GPU cluster, or "
-                          f"--scale quick.")
+                          f"paper's setting and is sized for GPUs: its arithmetic is about "
+                          f"{hours:.2g} hours of a 2-core CPU (the progress bar's ETA says "
+                          f"more exactly). Use --address with a GPU cluster{quick}.")
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:

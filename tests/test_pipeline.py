@@ -17,7 +17,7 @@ from grokverify.pipeline import (
     run_claims,
     scale_flops,
 )
-from grokverify.spec import load_claim
+from grokverify.spec import LoadedClaim, load_claim
 from grokverify.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +158,26 @@ def test_an_expensive_paper_setting_on_a_cpu_warns_before_training(
     out = console.export_text()
     assert ("scale 'paper' is the paper's setting and is sized for GPUs" in out) is warned, out
     if warned:
-        assert scale_flops(loaded, scale) > CPU_WARN_FLOPS
+        flops = scale_flops(loaded, scale)
+        assert flops > CPU_WARN_FLOPS
+        hours = f"{flops / CPU_WARN_FLOPS:.2g} hours of a 2-core CPU"
+        assert f"its arithmetic is about {hours}" in out and "--scale quick." in out, out
+
+
+def test_an_expensive_quick_paper_setting_does_not_suggest_itself() -> None:
+    """A quick scale that is the paper's setting (paper 2's toys) warns without suggesting
+    --scale quick, which is what was run."""
+    loaded = load_claim(ROOT / "claims" / "skeptic_sgd.yaml")
+    scales = dict(loaded.claim.scales)
+    scales["quick"] = scales["paper"]
+    claim = loaded.claim.model_copy(update={"scales": scales})
+    paper_as_quick = LoadedClaim(claim, loaded.path,
+                                 {**loaded.units, "quick": loaded.units["paper"]}, loaded.lines)
+    console = Console(record=True, width=400)
+    _warn_paper_scale_on_cpu([paper_as_quick], "quick", "cpu", console)
+    out = console.export_text()
+    assert "scale 'quick' is the paper's setting and is sized for GPUs" in out, out
+    assert "Use --address with a GPU cluster." in out and "--scale quick" not in out, out
 
 
 @pytest.mark.ray
