@@ -25,6 +25,7 @@ from grokverify.catalog.metrics import (
     FinalDifference,
     FinalValue,
     MetricSpec,
+    PhaseIs,
     TrackingDrift,
 )
 
@@ -185,6 +186,22 @@ def curve_reached(result: dict[str, Any], spec: CurveReached) -> Observation | N
     return None if frozen else (0.0, True)
 
 
+def phase_of(result: dict[str, Any], lag: int) -> str:
+    """Table 1's phase of one run (`PhaseIs`) from its threshold steps."""
+    s = result["summary"]
+    fit, val = s["train_step"], s["val_step"]
+    if fit is None:
+        return "confusion"
+    if val is None:
+        return "memorization"
+    return "comprehension" if val - fit < lag else "grokking"
+
+
+def phase_is(result: dict[str, Any], spec: PhaseIs) -> Observation | None:
+    """1.0 when the run's Table 1 phase is `phase`, else 0.0."""
+    return float(phase_of(result, spec.lag) == spec.phase), True
+
+
 def curve_mean(result: dict[str, Any], spec: CurveMean) -> Observation | None:
     """Mean of the curve's non-null values at its recorded steps in [start, end]."""
     mean = _window_mean(result, spec.curve, spec.start, spec.end)
@@ -263,6 +280,7 @@ METRICS: dict[str, MetricFn] = {
     "curve_ratio": curve_ratio,
     "final_value": final_value,
     "final_difference": final_difference,
+    "phase_is": phase_is,
     "tracking_drift": tracking_drift,
 }
 

@@ -140,7 +140,7 @@ def test_kinds_and_defaults() -> None:
         "curve_reaches", "fall_onset", "fall_onset_ratio"}
     assert {n for n, k in kinds.items() if k == "value"} == {
         "curve_at", "curve_reached", "curve_mean", "curve_ratio", "final_value", "final_difference",
-        "tracking_drift"}
+        "phase_is", "tracking_drift"}
     assert set(METRICS) == set(METRIC_SPECS)
 
 

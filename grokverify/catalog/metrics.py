@@ -251,6 +251,30 @@ class CurveReached(ValueMetric):
                 "0; seeds stopped early before that without reaching it are left out.")
 
 
+PHASES = ("comprehension", "grokking", "memorization", "confusion")
+
+
+class PhaseIs(ValueMetric):
+    """1 when a run falls in `phase` by paper 2's Table 1 (arXiv 2205.10343, §4), else 0, read
+    off the run's own threshold steps (training.train_threshold and val_threshold, reached at
+    an evaluation) and its budget: comprehension, both reached with validation at most `lag`
+    steps behind training (less than `lag`); grokking, both reached with a longer lag;
+    memorization, the training set fitted and validation not within the budget; confusion,
+    the training set not fitted (whatever validation did). An arm's mean is the share of its
+    seeds in that phase: one cell of a phase diagram."""
+
+    name: Literal["phase_is"]
+    phase: Literal["comprehension", "grokking", "memorization", "confusion"] = Field(
+        description="the phase whose indicator this is")
+    lag: Int = Field(1000, ge=1, le=MAX_STEPS, description=(
+        "steps by which validation may lag training and still be comprehension (Table 1: "
+        "1,000)"))
+
+    def describe(self) -> str:
+        return (f"1 when the run is in the {self.phase} phase of paper 2's Table 1 (lag "
+                f"{self.lag} steps between the training and validation thresholds), else 0.")
+
+
 class CurveMean(_Window):
     """Mean of a curve's non-null values at its recorded steps in [start, end]; undefined when
     it has none there."""
@@ -382,6 +406,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "curve_ratio": CurveRatio,
     "final_value": FinalValue,
     "final_difference": FinalDifference,
+    "phase_is": PhaseIs,
     "tracking_drift": TrackingDrift,
 }
 
