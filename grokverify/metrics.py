@@ -79,11 +79,20 @@ def curve_reaches(result: dict[str, Any], spec: CurveReaches) -> Observation | N
     budget, or at the last recorded step of a record frozen by early stopping (a diverged seed
     stays censored at the budget: its `on_diverged` rule decides)."""
     for step, v in _points(result, spec.curve):
-        if v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level):
+        if _at_level(v, spec):
             return float(step), True
     s = result["summary"]
-    end = s["stopped_step"] if s.get("done") and not s["diverged"] else s["budget"]
-    return float(end), False
+    return float(s["stopped_step"] if _frozen(s) else s["budget"]), False
+
+
+def _at_level(v: float | None, spec: CurveReaches | CurveReached) -> bool:
+    """A (non-null) value at or past the spec's level in its direction (equal counts)."""
+    return v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level)
+
+
+def _frozen(summary: dict[str, Any]) -> bool:
+    """Early stopping froze the record at `stopped_step` (nothing was measured after it)."""
+    return bool(summary.get("done")) and not summary["diverged"]
 
 
 # ---------------------------------------------------------------- fall of a probe trace
@@ -180,10 +189,9 @@ def curve_reached(result: dict[str, Any], spec: CurveReached) -> Observation | N
     for step, v in _points(result, spec.curve):
         if step > by:
             break
-        if v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level):
+        if _at_level(v, spec):
             return 1.0, True
-    frozen = s.get("done") and not s["diverged"] and s["stopped_step"] < by
-    return None if frozen else (0.0, True)
+    return None if _frozen(s) and s["stopped_step"] < by else (0.0, True)
 
 
 def phase_of(result: dict[str, Any], lag: int) -> str:

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pydantic
 import pytest
+from test_mutants_spec import problems
 
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.spec import load_claim
 from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
 from grokverify.stats.base import verdict_from_p
 from grokverify.stats.crossing import crossings, order_k
-from grokverify.yamlio import SpecError
 
 
 def arm(name: str, ones: int, n: int) -> ArmSample:
@@ -288,14 +288,6 @@ criterion:
 """
 
 
-def _problems(tmp_path: Path, text: str) -> list[str]:
-    path = tmp_path / "claim.yaml"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(SpecError) as info:
-        load_claim(path)
-    return [f"{p.line} {p.path}: {p.message}" for p in info.value.problems]
-
-
 def test_a_claim_with_a_grid_loads(tmp_path: Path) -> None:
     path = tmp_path / "claim.yaml"
     path.write_text(CLAIM, encoding="utf-8")
@@ -304,7 +296,7 @@ def test_a_claim_with_a_grid_loads(tmp_path: Path) -> None:
 
 
 def test_a_missing_arm_is_named_at_its_key(tmp_path: Path) -> None:
-    found = _problems(tmp_path, CLAIM.replace("f0.8: 0.8}", "f0.9: 0.8}"))
+    found = problems(tmp_path, CLAIM.replace("f0.8: 0.8}", "f0.9: 0.8}"))
     line = CLAIM.splitlines().index("  points: {f0.4: 0.4, f0.6: 0.6, f0.8: 0.8}") + 1
     assert found == [f"{line} criterion.points['f0.9']: criterion refers to arm 'f0.9', which "
                      "does not exist; arms are ['f0.4', 'f0.6', 'f0.8']"]
@@ -313,21 +305,21 @@ def test_a_missing_arm_is_named_at_its_key(tmp_path: Path) -> None:
 def test_a_time_metric_is_refused(tmp_path: Path) -> None:
     text = CLAIM.replace("metric: {name: curve_at, curve: parallelogram_nullity.is2, step: 0}",
                          "metric: {name: val_threshold_step}")
-    found = _problems(tmp_path, text)
+    found = problems(tmp_path, text)
     assert any("metric.name: criterion 'crossing' takes a value metric" in f for f in found), \
         found
 
 
 def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
     no_region = CLAIM.replace("  region: [0.5, 0.7]\n", "")
-    found = _problems(tmp_path, no_region)
+    found = problems(tmp_path, no_region)
     line = CLAIM.splitlines().index("criterion:") + 1
     assert found == [f"{line} criterion: criterion 'crossing' declares no claimed region "
                      "(region left out), which only an open question (source.role: "
                      "open_question) may do; this claim's role is 'inference': declare the "
                      "region"]
     asks = CLAIM.replace("role: inference", "role: open_question")
-    found = _problems(tmp_path, asks)
+    found = problems(tmp_path, asks)
     assert len(found) == 1 and "source.role: an open question is reported as a finding" in \
         found[0], found
     path = tmp_path / "open.yaml"
@@ -338,14 +330,14 @@ def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
 def test_an_x_metric_must_read_a_recorded_curve(tmp_path: Path) -> None:
     text = CLAIM.replace("  region: [0.5, 0.7]\n", "  region: [0.5, 0.7]\n  x: {name: curve_at, "
                          "curve: sample_fractions, step: 0}\n")
-    found = _problems(tmp_path, text)
+    found = problems(tmp_path, text)
     assert len(found) == 1 and "criterion.x.curve: unknown curve " \
         "'sample_fractions' (did you mean 'sample_fraction'?)" \
         in found[0], found
 
 
 def test_bad_points_in_a_claim_name_the_field(tmp_path: Path) -> None:
-    found = _problems(tmp_path, CLAIM.replace("f0.6: 0.6,", "f0.6: 0.3,"))
+    found = problems(tmp_path, CLAIM.replace("f0.6: 0.6,", "f0.6: 0.3,"))
     assert any("criterion.points: " in f and "x must increase strictly" in f for f in found), \
         found
 
@@ -411,11 +403,11 @@ def test_an_open_questions_family_is_a_finding_with_its_trend(tmp_path: Path) ->
 
 def test_an_open_question_takes_a_fixed_seed_count(tmp_path: Path) -> None:
     text = OPEN_QUESTION.replace("seeds: 30", "seeds: {min: 10, max: 30, step: 10}")
-    found = _problems(tmp_path, text)
+    found = problems(tmp_path, text)
     assert any("seeds: an open question is estimated at a fixed number of seeds" in f
                for f in found), found
 
 
 def test_a_trend_names_every_member(tmp_path: Path) -> None:
-    found = _problems(tmp_path, OPEN_QUESTION.replace("p8: 8}", "p9: 8}"))
+    found = problems(tmp_path, OPEN_QUESTION.replace("p8: 8}", "p9: 8}"))
     assert any("trend.x must give every member its x, and no other" in f for f in found), found

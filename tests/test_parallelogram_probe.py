@@ -15,6 +15,7 @@ import numpy as np
 import pydantic
 import pytest
 import torch
+from test_mutants_spec import problems
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
@@ -29,7 +30,6 @@ from grokverify.metrics import observe
 from grokverify.samples import DIVERGED, seed_value
 from grokverify.spec import TaskSpec, load_claim
 from grokverify.tasks import build_dataset
-from grokverify.yamlio import SpecError
 
 CURVES = ["parallelogram.rqi", "parallelogram.acc", "parallelogram.acc_test",
           "parallelogram.unimplied", "parallelogram.unimplied_share"]
@@ -304,14 +304,6 @@ criterion: {name: survival_compare, baseline: c1, treated: c10, direction: less,
 """
 
 
-def _problems(tmp_path: Path, text: str) -> list[str]:
-    path = tmp_path / "claim.yaml"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(SpecError) as info:
-        load_claim(path)
-    return [f"{p.path}: {p.message}" for p in info.value.problems]
-
-
 def test_a_claim_with_the_probe_and_the_metric_loads_and_trains(tmp_path: Path) -> None:
     path = tmp_path / "claim.yaml"
     path.write_text(CLAIM, encoding="utf-8")
@@ -360,5 +352,5 @@ def _context(exp: Any, seeds: list[int]) -> ProbeContext:
 def test_a_bad_claim_is_refused_naming_the_field(tmp_path: Path, old: str, new: str,
                                                  words: str) -> None:
     assert CLAIM.count(old) == 1
-    found = _problems(tmp_path, CLAIM.replace(old, new))
+    found = problems(tmp_path, CLAIM.replace(old, new))
     assert any(words in p for p in found), found

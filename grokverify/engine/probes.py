@@ -133,12 +133,14 @@ def rank_of(matrices: Tensor, rtol: float) -> Tensor:
     singular values come from the Gram matrix when rtol ≥ GRAM_MIN_RTOL (the default 1e-3:
     half the probe's cost), from an SVD below it."""
     w, finite = _finite_double(matrices)
-    sv = _gram_singular_values(w) if rtol >= GRAM_MIN_RTOL else torch.linalg.svdvals(w)
-    return _rank_from(sv, finite, rtol)
+    return _rank_from(w, finite, rtol, lambda: _gram_singular_values(w))
 
 
-def _rank_from(sv: Tensor, finite: Tensor, rtol: float) -> Tensor:
-    """`rank_of` from the singular values (S, k) and the finite mask (S,)."""
+def _rank_from(w: Tensor, finite: Tensor, rtol: float, gram: Callable[[], Tensor]) -> Tensor:
+    """`rank_of` of the float64 matrices w (S, m, n) with their finite mask (S,); `gram` gives
+    their Gram singular values (asked only when rtol ≥ GRAM_MIN_RTOL, so a probe point's
+    shared ones serve)."""
+    sv = gram() if rtol >= GRAM_MIN_RTOL else torch.linalg.svdvals(w)
     top = sv.amax(dim=1, keepdim=True)
     rank = (sv > rtol * top).sum(dim=1).double()
     return torch.where(finite, rank, float("nan"))
@@ -235,9 +237,8 @@ def rank(model: BatchedModel, spec: ProbeSpec,
             out["rank.EW"] = torch.where(e_ok & w_ok, r, float("nan"))
         else:
             x, finite = spectra.double(m)
-            sv = (spectra.gram_values(m) if spec.rtol >= GRAM_MIN_RTOL
-                  else torch.linalg.svdvals(x))
-            out[f"rank.{m}"] = _rank_from(sv, finite, spec.rtol)
+            out[f"rank.{m}"] = _rank_from(x, finite, spec.rtol,
+                                          lambda m=m: spectra.gram_values(m))
     return out
 
 

@@ -118,13 +118,14 @@ def _arm_xs(p: CrossingParams, data: list[ArmSample]) -> tuple[np.ndarray, str]:
 def _pooled(data: list[ArmSample], xs: np.ndarray) -> tuple[list[ArmSample], np.ndarray]:
     """Arms of equal x merged into one (their seeds together, names joined by "+")."""
     out: list[ArmSample] = []
-    for x in np.unique(xs):
+    distinct = np.unique(xs)
+    for x in distinct:
         same = [a for a, ax in zip(data, xs, strict=True) if ax == x]
         out.append(same[0] if len(same) == 1 else ArmSample(
             "+".join(a.name for a in same), np.concatenate([a.values for a in same]),
             np.concatenate([a.observed for a in same]), sum((a.seeds for a in same), ()),
             kind="value"))
-    return out, np.unique(xs)
+    return out, distinct
 
 
 def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
@@ -150,8 +151,9 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     rows = [arm_row(a, _columns(a, x)) for a, x in zip(data, xs, strict=True)]
     if why := too_few_seeds(data, 2) or bad_x:
         return frame.inconclusive(why, rows)
-    outside = [f"arm {a.name!r} has {int(((a.values < 0) | (a.values > 1)).sum())} value(s) "
-               "outside [0, 1]" for a in data if ((a.values < 0) | (a.values > 1)).any()]
+    out_of_range = {a.name: int(((a.values < 0) | (a.values > 1)).sum()) for a in data}
+    outside = [f"arm {name!r} has {n} value(s) outside [0, 1]"
+               for name, n in out_of_range.items() if n]
     if outside:
         return frame.inconclusive("; ".join(outside) + ", and the crossing criterion reads "
                                   "each arm's mean as a probability (values in [0, 1])", rows)
