@@ -93,6 +93,9 @@ class OptimizerSpec(StrictModel):
     weight_decay: Float = Field(0.0, ge=0)
     emb_lr_mult: Float = Field(1.0, gt=0, le=MAX_FACTOR,
                                description="c: embedding lr = c * lr (Adam-LR)")
+    emb_lr: Float | None = Field(
+        None, gt=0, description="the embedding lr itself, for sweeps that hold it while lr "
+                                "moves (paper 2's Fig. 6); null: emb_lr_mult * lr")
     emb_weight_decay: Float | None = Field(None, ge=0, description="null: same as weight_decay")
 
     @field_validator("name")
@@ -110,6 +113,11 @@ class OptimizerSpec(StrictModel):
     # Settings of some optimizers only. Set for another one they are an error (not ignored);
     # an arm that changes `name` drops the ones the new optimizer lacks (`deep_merge`).
     ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = ONLY_FOR
+    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"emb_lr"})
+
+    @property
+    def embedding_lr(self) -> float:
+        return self.lr * self.emb_lr_mult if self.emb_lr is None else self.emb_lr
 
     @model_validator(mode="after")
     def _fields_apply(self) -> OptimizerSpec:
@@ -119,6 +127,8 @@ class OptimizerSpec(StrictModel):
                 raise ValueError(f"{key} applies to {'/'.join(names)} only, not {self.name}")
         if self.nesterov and self.momentum == 0:
             raise ValueError("nesterov needs momentum > 0")
+        if self.emb_lr is not None and self.emb_lr_mult != 1:
+            raise ValueError("give the embedding lr once: emb_lr or emb_lr_mult, not both")
         return self
 
     @classmethod
@@ -177,9 +187,10 @@ class ExperimentSpec(StrictModel):
     def _optimizer_fits_model(self) -> ExperimentSpec:
         opt = self.optimizer
         if not type(self.model).has_embedding() and (
-                opt.emb_lr_mult != 1 or opt.emb_weight_decay is not None):
+                opt.emb_lr_mult != 1 or opt.emb_lr is not None
+                or opt.emb_weight_decay is not None):
             raise ValueError(f"model {self.model.kind!r} has no embedding group: "
-                             "emb_lr_mult/emb_weight_decay do not apply")
+                             "emb_lr_mult/emb_lr/emb_weight_decay do not apply")
         return self
 
     @model_validator(mode="after")

@@ -93,3 +93,35 @@ def test_a_worker_whose_environment_differs_from_the_keys_refuses_before_trainin
     expected = {**store.environment("cpu"), "torch": "0.0.1"}
     with pytest.raises(RuntimeError, match="torch: '.*' here, '0.0.1' in the run's keys"):
         run_trial(EXP, [0], "cpu", 1, expected)
+
+
+# The canonical JSON of EXP as records were keyed before `emb_lr` existed (a later field).
+KEYED_BEFORE_EMB_LR = (
+    '{"betas":null,"emb_lr_mult":1.0,"emb_weight_decay":null,"eps":1e-08,"lr":0.01,'
+    '"momentum":0.0,"name":"adamw","nesterov":false,"weight_decay":0.0}')
+
+
+def test_a_later_setting_at_its_default_leaves_every_key_as_it_was() -> None:
+    exp = ExperimentSpec.model_validate(EXP)
+    assert exp.optimizer.canonical() == KEYED_BEFORE_EMB_LR
+    assert '"emb_lr"' not in exp.canonical()
+    fixed = ExperimentSpec.model_validate(
+        {**EXP, "model": {"kind": "toy_sum", "hidden": 16},
+         "task": {"op": "add", "p": 7, "modular": False, "unordered": True, "train_frac": 0.6},
+         "optimizer": {**EXP["optimizer"], "emb_lr": 0.001}})
+    assert '"emb_lr":0.001' in fixed.canonical()
+
+
+def test_emb_lr_sets_the_embedding_groups_lr_as_the_multiplier_would() -> None:
+    from grokverify.engine.optimizers import group_settings
+    from grokverify.spec import OptimizerSpec
+    by_mult = OptimizerSpec(name="adamw", lr=1e-4, emb_lr_mult=10)
+    by_lr = OptimizerSpec(name="adamw", lr=1e-4, emb_lr=1e-3)
+    assert group_settings(by_lr, "embedding") == group_settings(by_mult, "embedding")
+    assert group_settings(by_lr, "decoder") == {"lr": 1e-4, "weight_decay": 0.0}
+    with pytest.raises(ValueError, match="emb_lr or emb_lr_mult, not both"):
+        OptimizerSpec(name="adamw", lr=1e-4, emb_lr=1e-3, emb_lr_mult=2)
+    with pytest.raises(ValueError, match="no embedding group"):
+        ExperimentSpec.model_validate(
+            {**EXP, "model": {"kind": "scalar_mlp", "hidden": 16},
+             "optimizer": {**EXP["optimizer"], "emb_lr": 0.001}})

@@ -34,7 +34,7 @@ OPTIMIZERS: dict[str, Builder] = {
 def group_settings(spec: OptimizerSpec, group: str) -> dict[str, float]:
     if group == "embedding":
         wd = spec.weight_decay if spec.emb_weight_decay is None else spec.emb_weight_decay
-        return {"lr": spec.lr * spec.emb_lr_mult, "weight_decay": wd}
+        return {"lr": spec.embedding_lr, "weight_decay": wd}
     return {"lr": spec.lr, "weight_decay": spec.weight_decay}
 
 
