@@ -242,6 +242,31 @@ def _crossing_shares(rng: np.random.Generator, n: int, at: float,
                                     .astype(float), kind="value") for x in CROSSING_XS}
 
 
+PHASE_CELLS = {f"x{i}y{j}": (float(i), float(j)) for j in range(2) for i in range(3)}
+
+
+def _phase_gamma(lead: float) -> float:
+    """The population γ of `_phase_cells`: cell i's phase is i (comprehension, grokking,
+    memorization) with probability `lead`, each other with (1 - lead) / 2."""
+    p = np.full((3, 3), (1 - lead) / 2) + np.eye(3) * (lead - (1 - lead) / 2)
+    conc = sum(p[a, k] * p[b, m] for a in range(3) for b in range(a + 1, 3)
+               for k in range(3) for m in range(k + 1, 3))
+    disc = sum(p[a, k] * p[b, m] for a in range(3) for b in range(a + 1, 3)
+               for k in range(3) for m in range(k))
+    return float((conc - disc) / (conc + disc))
+
+
+def _phase_cells(rng: np.random.Generator, n: int, lead: float) -> dict[str, ArmSample]:
+    """Two rows of three cells, n seeds each, independent: cell x_i's phase code is i with
+    probability `lead` (so each cell's own phase leads it), population γ `_phase_gamma(lead)`."""
+    out = {}
+    for name, (x, _) in PHASE_CELLS.items():
+        other = rng.integers(0, 2, n)  # which of the two other phases, when not the lead
+        codes = np.where(rng.random(n) < lead, x, (x + 1 + other) % 3)
+        out[name] = sim.make_arm(name, codes.astype(float), kind="value")
+    return out
+
+
 def _pairs(rng: np.random.Generator, n: int, rho: float) -> dict[str, ArmSample]:
     x, y = sim.correlated_pair(rng, n, rho)
     return {"arm": sim.correlation_arm("arm", x, y, "grokking_lag", "delay_ratio")}
@@ -518,6 +543,20 @@ def build_settings(n_boot: int) -> list[Setting]:
                 P(_crossing_shares, at=0.37, slope=3.0), 0.37, 100, True),
         Setting("crossing", "linear shares, slope 3, crossing 0.41", cr,
                 P(_crossing_shares, at=0.41, slope=3.0), 0.41, 200, False),
+    ]
+
+    # phase_order: two rows of three cells (comprehension, grokking, memorization each leading
+    # its cell with probability `lead`), claimed γ >= 0.5; null: lead 0.5895 gives population
+    # γ 0.5 (the boundary), alt: lead 0.7875 gives 0.8
+    po = {"name": "phase_order", "cells": {k: list(v) for k, v in PHASE_CELLS.items()},
+          "min_gamma": 0.5, "n_boot": n_boot}
+    out += [
+        Setting("phase_order", "3 x 2 cells, population γ 0.5 = min_gamma", po,
+                P(_phase_cells, lead=0.5895), _phase_gamma(0.5895), 20, True),
+        Setting("phase_order", "3 x 2 cells, population γ 0.5 = min_gamma", po,
+                P(_phase_cells, lead=0.5895), _phase_gamma(0.5895), 40, True),
+        Setting("phase_order", "3 x 2 cells, population γ 0.8", po,
+                P(_phase_cells, lead=0.7875), _phase_gamma(0.7875), 20, False),
     ]
 
     # families of 4 survival_compare members ("at least 20% faster" on each of 4 tasks),

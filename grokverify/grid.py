@@ -7,6 +7,8 @@ arms.
       name: "c{c}"                # every axis once, in braces
       axes:
         c: {path: optimizer.emb_lr_mult, values: [1, 2, 4, 8, 10, 16, 32]}
+        # or evenly spaced: {path: optimizer.lr, span: {low: 1e-4, high: 1e-2, num: 10,
+        #                    scale: log}} (3 significant digits: 0.0001, 0.000167, ...)
       base: {}                    # optional partial experiment under every generated entry
 
 generates arms c1, c2, ..., c32, each `base` deep-merged with {optimizer: {emb_lr_mult: v}};
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from grokverify.catalog.limits import NAME_PATTERN, NAME_WORDS
 from grokverify.specbase import Float, Int, Name, StrictModel, kind_of
@@ -32,11 +34,39 @@ _PATH = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*")
 Value = bool | Int | Float | str
 
 
+class Span(StrictModel):
+    """`num` settings from `low` to `high` (both included), evenly spaced on a linear or a log
+    scale, each rounded to `digits` significant digits (so the generated names stay short:
+    10^-3.667 is named 0.000215, not 0.00021544346900318823)."""
+
+    low: Float
+    high: Float
+    num: Int = Field(ge=2, le=64)
+    scale: Literal["linear", "log"] = "linear"
+    digits: Int = Field(3, ge=1, le=15, description="significant digits kept of each setting")
+
+    @model_validator(mode="after")
+    def _range(self) -> Span:
+        if not self.low < self.high:
+            raise ValueError(f"low < high needed, got low {self.low:g}, high {self.high:g}")
+        if self.scale == "log" and self.low <= 0:
+            raise ValueError(f"a log scale needs low > 0, got {self.low:g}")
+        return self
+
+    def points(self) -> list[float]:
+        lo, hi = (math.log10(self.low), math.log10(self.high)) if self.scale == "log" else (
+            self.low, self.high)
+        raw = [lo + (hi - lo) * i / (self.num - 1) for i in range(self.num)]
+        return [float(f"{10 ** v if self.scale == 'log' else v:.{self.digits}g}") for v in raw]
+
+
 class GridAxis(StrictModel):
     path: str = Field(description="dotted field of the experiment, e.g. optimizer.lr")
-    values: list[Any] = Field(min_length=2, max_length=64,
-                              description="the settings (numbers, strings or true/false), each "
-                                          "becoming one entry")
+    values: list[Any] | None = Field(None, min_length=2, max_length=64,
+                                     description="the settings (numbers, strings or "
+                                                 "true/false), each becoming one entry")
+    span: Span | None = Field(None, description="or evenly spaced numbers: {low, high, num, "
+                                                "scale: linear | log}")
 
     @field_validator("path")
     @classmethod
@@ -47,17 +77,34 @@ class GridAxis(StrictModel):
 
     @field_validator("values")
     @classmethod
-    def _distinct(cls, v: list[Any]) -> list[Value]:
-        for i, x in enumerate(v):  # checked here: a union's errors would say nothing useful
-            if not isinstance(x, bool | int | float | str) or (
-                    isinstance(x, float) and not math.isfinite(x)):
-                what = repr(x) if isinstance(x, float) else kind_of(x)  # nan, inf: by value
-                raise ValueError(f"each value is a number, a string or true/false; item {i} is "
-                                 f"{what}")
-        names = [value_name(x) for x in v]
-        if len(set(names)) != len(names):
-            raise ValueError(f"each value once (got {names})")
-        return v
+    def _distinct(cls, v: list[Any] | None) -> list[Value] | None:
+        return None if v is None else _checked(v)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> GridAxis:
+        if (self.values is None) == (self.span is None):
+            raise ValueError("give the settings one way: values (a list) or span")
+        if self.span is not None:  # the settings themselves, as if listed
+            object.__setattr__(self, "values", _checked(self.span.points()))
+        return self
+
+    @property
+    def settings(self) -> list[Value]:
+        assert self.values is not None  # set by _one_way
+        return self.values
+
+
+def _checked(v: list[Any]) -> list[Value]:
+    for i, x in enumerate(v):  # checked here: a union's errors would say nothing useful
+        if not isinstance(x, bool | int | float | str) or (
+                isinstance(x, float) and not math.isfinite(x)):
+            what = repr(x) if isinstance(x, float) else kind_of(x)  # nan, inf: by value
+            raise ValueError(f"each value is a number, a string or true/false; item {i} is "
+                             f"{what}")
+    names = [value_name(x) for x in v]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each value once (got {names})")
+    return v
 
 
 class GridSpec(StrictModel):
@@ -114,7 +161,7 @@ def _combinations(template: str,
                   axes: dict[str, GridAxis]) -> Iterator[tuple[str, list[Setting]]]:
     """(entry name, its settings) for every combination of the axes' values, first axis
     slowest."""
-    for combo in itertools.product(*(enumerate(ax.values) for ax in axes.values())):
+    for combo in itertools.product(*(enumerate(ax.settings) for ax in axes.values())):
         settings = [Setting(name, ax.path, i, v)
                     for (name, ax), (i, v) in zip(axes.items(), combo, strict=True)]
         made = template

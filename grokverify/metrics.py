@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grokverify.catalog.metrics import (
+    PHASES,
     CurveAt,
     CurveMean,
     CurveRatio,
@@ -25,7 +26,9 @@ from grokverify.catalog.metrics import (
     FinalDifference,
     FinalValue,
     MetricSpec,
+    Phase,
     PhaseIs,
+    ReachesRatio,
     TrackingDrift,
 )
 
@@ -85,7 +88,7 @@ def curve_reaches(result: dict[str, Any], spec: CurveReaches) -> Observation | N
     return float(s["stopped_step"] if _frozen(s) else s["budget"]), False
 
 
-def _at_level(v: float | None, spec: CurveReaches | CurveReached) -> bool:
+def _at_level(v: float | None, spec: CurveReaches | CurveReached | ReachesRatio) -> bool:
     """A (non-null) value at or past the spec's level in its direction (equal counts)."""
     return v is not None and (v >= spec.level if spec.direction == "above" else v <= spec.level)
 
@@ -140,6 +143,22 @@ def fall_onset_ratio(result: dict[str, Any], spec: FallOnsetRatio) -> Observatio
     if event is None or fall is None:
         return None
     return fall[0] / max(int(event), 1), fall[1]
+
+
+def reaches_ratio(result: dict[str, Any], spec: ReachesRatio) -> Observation | None:
+    """Reach step / threshold step (at least 1), censored at the curve's last recorded step
+    when it never reaches the level; None when the threshold is never reached or the curve has
+    no recorded step."""
+    event = result["summary"]["train_step" if spec.against == "train_threshold_step"
+                                else "val_step"]
+    points = _points(result, spec.curve)
+    if event is None or not points:
+        return None
+    denominator = max(int(event), 1)
+    for step, v in points:
+        if _at_level(v, spec):
+            return step / denominator, True
+    return points[-1][0] / denominator, False
 
 
 # ---------------------------------------------------------------- value metrics
@@ -208,6 +227,11 @@ def phase_of(result: dict[str, Any], lag: int) -> str:
 def phase_is(result: dict[str, Any], spec: PhaseIs) -> Observation | None:
     """1.0 when the run's Table 1 phase is `phase`, else 0.0."""
     return float(phase_of(result, spec.lag) == spec.phase), True
+
+
+def phase(result: dict[str, Any], spec: Phase) -> Observation | None:
+    """The run's Table 1 phase as its index in PHASES."""
+    return float(PHASES.index(phase_of(result, spec.lag))), True
 
 
 def curve_mean(result: dict[str, Any], spec: CurveMean) -> Observation | None:
@@ -282,6 +306,7 @@ METRICS: dict[str, MetricFn] = {
     "curve_reaches": curve_reaches,
     "fall_onset": fall_onset,
     "fall_onset_ratio": fall_onset_ratio,
+    "reaches_ratio": reaches_ratio,
     "curve_at": curve_at,
     "curve_reached": curve_reached,
     "curve_mean": curve_mean,
@@ -289,6 +314,7 @@ METRICS: dict[str, MetricFn] = {
     "final_value": final_value,
     "final_difference": final_difference,
     "phase_is": phase_is,
+    "phase": phase,
     "tracking_drift": tracking_drift,
 }
 

@@ -598,12 +598,22 @@ def _kind_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
     schema = CRITERION_SPECS[claim.criterion.name]
     kinds = schema.kinds_of(claim.criterion)
     metric = claim.metric
+    if metric.codes != schema.reads_codes:
+        code_metrics = [n for n, cls in METRIC_SPECS.items() if cls.codes]
+        readers = [s.name for s in CRITERION_SPECS.values() if s.reads_codes]
+        message = (f"criterion {schema.name!r} reads a phase code per seed: give metric "
+                   f"{' or '.join(map(repr, code_metrics))}" if schema.reads_codes else
+                   f"metric {metric.name!r} is a category's code, not a quantity: only "
+                   f"criterion {' or '.join(map(repr, readers))} reads it")
+        return [Problem(file, lines.line_of(("metric", "name")), "metric.name", message)]
     if metric.kind in kinds:
         return []
-    wanted = " or ".join(f"{k} metric ({KIND_WORDS[k]}: {', '.join(names_of_kind(k))})"
+    quantities = {k: [n for n in names_of_kind(k) if not METRIC_SPECS[n].codes] for k in kinds}
+    wanted = " or ".join(f"{k} metric ({KIND_WORDS[k]}: {', '.join(quantities[k])})"
                          for k in kinds)
     takers = [f"{s.name} ({s.kinds_note})" if s.kinds_note else s.name
-              for s in CRITERION_SPECS.values() if metric.kind in s.accepts]
+              for s in CRITERION_SPECS.values()
+              if metric.kind in s.accepts and not s.reads_codes]
     note = f" ({schema.kinds_note})" if schema.kinds_note and metric.kind in schema.accepts else ""
     message = (f"criterion {schema.name!r} takes a {wanted}{note}; {metric.name!r} is a "
                f"{metric.kind} metric ({KIND_WORDS[metric.kind]}): judge it with "

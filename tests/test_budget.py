@@ -130,14 +130,25 @@ def test_lone_seeds_train_beside_a_ghost() -> None:
 # ---------------------------------------------------------------- claims
 
 
+# Claims whose paper scale fits the default limits with a narrower margin than a 16th, and
+# why: paper 2's transformer (256-d, batch 512, 1,404 training pairs) keeps ~19k floats per
+# training row, so a 16-seed trial needs ~1.6 GiB as one batched model and ~3.3 GiB over 16
+# CPU shards (each seed beside its ghost): 5x under the 16 GiB limit, not 16x.
+MARGIN = {"p2_transformer_eff_dim_peak": 4, "p2_transformer_circle_at_generalisation": 4,
+          "p2_transformer_decoder_wd_speeds": 4}
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 @pytest.mark.parametrize("shards", [1, 16])
 def test_shipped_paper_scales_fit_the_default_limits(path: Path, shards: int) -> None:
     """A 16-seed trial at the paper's scale, as one batched model (a GPU) or over 16 CPU
-    threads, with a wide margin: within a 16th of the memory and compute limits."""
+    threads, with a wide margin: within a 16th of the memory and compute limits (MARGIN's
+    claims: their stated fraction)."""
     loaded = load_claim(path)
     assert check(loaded, DEFAULT_LIMITS, chunk_size=16, scales=["paper"], shards=shards) == []
-    tight = Limits(DEFAULT_LIMITS.max_trial_bytes // 16, DEFAULT_LIMITS.max_trial_flops / 16)
+    margin = MARGIN.get(path.stem, 16)
+    tight = Limits(DEFAULT_LIMITS.max_trial_bytes // margin,
+                   DEFAULT_LIMITS.max_trial_flops / margin)
     assert check(loaded, tight, chunk_size=16, scales=["paper"], shards=shards) == []
 
 

@@ -151,7 +151,21 @@ CLEAR: dict[str, Callable[[int, bool], Case]] = {
          "region": [0.28, 0.36] if inside else [0.36, 0.5], "n_boot": 400},
         [shares(k, q, 10 * s + i, n=200) for i, (k, q) in enumerate(
             zip("abc", (0.1, 0.45, 0.9), strict=True))]),
+    # family_ok=False: a phase diagram is one claim (its family tests skip), data kept for when
+    # it gives p's against θ
+    "phase_order": lambda s, inside: (
+        {"name": "phase_order", "cells": {"a": [1, 0], "b": [2, 0], "c": [3, 0]},
+         "n_boot": 400},
+        [phase_codes(k, code if inside else 2 - code, 10 * s + i, n=40)
+         for i, (k, code) in enumerate(zip("abc", (0, 1, 2), strict=True))]),
 }
+
+
+def phase_codes(name: str, code: int, seed: int, n: int) -> ArmSample:
+    """n seeds in phase `code`, one in ten in another phase (codes 0-2)."""
+    rng = np.random.default_rng(seed)
+    values = np.where(rng.random(n) < 0.9, code, (code + 1) % 3).astype(float)
+    return ArmSample(name, values, np.ones(n, bool), tuple(range(n)), kind="value")
 
 
 def _members(name: str, refuted: str | None = None) -> dict[str, CriterionResult]:

@@ -181,3 +181,43 @@ def test_a_bad_value_in_the_grids_base_is_refused_at_its_own_line(
     text = _grid_claim(grid)
     assert_bad(capsys, tmp_path, text, line_no(text, "      lr: -1"), "arms.c1.optimizer.lr",
                "greater than 0")
+
+
+def test_a_span_gives_evenly_spaced_settings_rounded_to_its_digits(tmp_path: Path) -> None:
+    """lr from 1e-4 to 1e-2 in 5 log-spaced steps: 10^-4, 10^-3.5, ... rounded to 3 digits;
+    a linear span of weight decays 0..8 in 5: 0, 2, ..., 8."""
+    grid = """grid:
+  name: "lr{lr}_wd{wd}"
+  axes:
+    lr:
+      path: optimizer.lr
+      span: {low: 0.0001, high: 0.01, num: 5, scale: log}
+    wd:
+      path: optimizer.weight_decay
+      span: {low: 0, high: 8, num: 5}
+"""
+    arms = {name: exp for name, exp in load_claim(write(tmp_path, _grid_claim(
+        grid, arms=ARMS))).resolved["quick"].items() if name.startswith("lr")}
+    lrs = [0.0001, 0.000316, 0.001, 0.00316, 0.01]
+    assert list(arms)[:6] == ["lr0.0001_wd0", "lr0.0001_wd2", "lr0.0001_wd4", "lr0.0001_wd6",
+                              "lr0.0001_wd8", "lr0.000316_wd0"]
+    assert sorted({exp.optimizer.lr for exp in arms.values()}) == lrs
+    assert sorted({exp.optimizer.weight_decay for exp in arms.values()}) == [0, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize(("axis", "field", "fragment"), [
+    ("{path: optimizer.lr, values: [0.1, 0.2], span: {low: 0.1, high: 1, num: 2}}",
+     "grid.axes.lr", "values (a list) or span"),
+    ("{path: optimizer.lr}", "grid.axes.lr", "values (a list) or span"),
+    ("{path: optimizer.lr, span: {low: 0, high: 1, num: 3, scale: log}}", "grid.axes.lr.span",
+     "log scale needs low"),
+    ("{path: optimizer.lr, span: {low: 1, high: 1, num: 3}}", "grid.axes.lr.span", "low < high"),
+])
+def test_a_bad_span_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, axis: str,
+                               field: str, fragment: str) -> None:
+    text = _grid_claim(f"""grid:
+  name: "lr{{lr}}"
+  axes:
+    lr: {axis}
+""")
+    assert_bad(capsys, tmp_path, text, line_no(text, "    lr: {path"), field, fragment)

@@ -137,10 +137,10 @@ def test_kinds_and_defaults() -> None:
     kinds = {name: cls.kind for name, cls in METRIC_SPECS.items()}
     assert {n for n, k in kinds.items() if k == "time"} == {
         "val_threshold_step", "train_threshold_step", "grokking_lag", "delay_ratio",
-        "curve_reaches", "fall_onset", "fall_onset_ratio"}
+        "curve_reaches", "fall_onset", "fall_onset_ratio", "reaches_ratio"}
     assert {n for n, k in kinds.items() if k == "value"} == {
         "curve_at", "curve_reached", "curve_mean", "curve_ratio", "final_value", "final_difference",
-        "phase_is", "tracking_drift"}
+        "phase_is", "phase", "tracking_drift"}
     assert set(METRICS) == set(METRIC_SPECS)
 
 

@@ -148,7 +148,7 @@ WRONG_VALUES = [
      "unknown operation 'addd' (did you mean 'add'?); known: add, div, mul, sq_sum, sub"),
     # an unknown tag with no close match: no "did you mean", the known ones listed
     ("    kind: embed_mlp", "    kind: zzz", "kind: zzz", "base.model.kind",
-     "unknown model kind 'zzz'; known: 'embed_mlp', 'scalar_mlp', 'toy_sum'"),
+     "unknown model kind 'zzz'; known: 'embed_mlp', 'scalar_mlp', 'toy_sum', 'transformer'"),
 ]
 
 

@@ -45,7 +45,7 @@ VALUE_METRIC = ("metric:\n  name: val_threshold_step\n",
 # the words of each kind (catalog.metrics.KIND_WORDS) and its metrics, in catalog order
 TIME_WORDS = ("time metric (a time to an event, censored at the budget: val_threshold_step, "
               "train_threshold_step, grokking_lag, delay_ratio, curve_reaches, fall_onset, "
-              "fall_onset_ratio)")
+              "fall_onset_ratio, reaches_ratio)")
 VALUE_WORDS = "value metric (a signed per-seed value read off a curve, never censored)"
 PROPORTION_NOTE = "value metrics with outcome value_below or value_above only"
 # the criteria that take a value metric, in catalog order, proportion with its note
@@ -295,7 +295,7 @@ def test_a_problem_of_a_whole_generated_arm_points_at_the_grid_name(tmp_path: Pa
     name_line = line_no(text, '  name: "c{c}"')
     assert problems(tmp_path, text) == [
         f"{name_line} arms.c2: model 'scalar_mlp' has no embedding "
-        "group: emb_lr_mult/emb_weight_decay do not apply"]
+        "group: emb_lr_mult/emb_lr/emb_weight_decay do not apply"]
 
 
 # ---------------------------------------------------------------- loading

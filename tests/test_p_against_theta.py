@@ -132,11 +132,20 @@ def _crossing() -> list[Case]:
     return cases
 
 
+def _phase_order() -> list[Case]:
+    """Three cells along x, each led by its own phase (family_ok=False: no p's against θ)."""
+    arms = [ArmSample(k, np.array([c] * 8 + [(c + 1) % 3] * 2, dtype=float), np.ones(10, bool),
+                      tuple(range(10)), kind="value")
+            for k, c in zip("abc", (0, 1, 2), strict=True)]
+    return [({"name": "phase_order", "cells": {"a": [1, 0], "b": [2, 0], "c": [3, 0]},
+              "n_boot": 400}, arms)]
+
+
 # criterion -> datasets spanning its claimed region's boundary; a new criterion must add its own
 CASES: dict[str, Callable[[], list[Case]]] = {
     "survival_compare": _survival, "cox_hazard_ratio": _cox, "scalar_compare": _scalar,
     "equivalence": _equivalence, "proportion": _proportion, "correlation": _correlation,
-    "value": _value, "crossing": _crossing,
+    "value": _value, "crossing": _crossing, "phase_order": _phase_order,
 }
 
 

@@ -324,7 +324,7 @@ def _names(registry: dict[str, object]) -> list[str]:
 UNKNOWN_NAMES = [
     ("    op: add", "    op: addd", "op: addd", "base.task.op", OPS),
     ("    name: sgd", "    name: sgdd", "name: sgdd", "base.optimizer.name", OPTIMIZERS),
-    ("    kind: embed_mlp", "    kind: transformer", "kind: transformer", "base.model.kind",
+    ("    kind: embed_mlp", "    kind: lstm", "kind: lstm", "base.model.kind",
      MODELS),
     ("  name: survival_compare", "  name: bayes_factor", "name: bayes_factor", "criterion.name",
      CRITERIA),
@@ -352,9 +352,9 @@ def test_unknown_split_lists_known(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_unknown_kind_in_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = edit(CLAIM, ("  c1:\n", "  c1:\n    model:\n      kind: transformer\n"))
-    assert_bad(capsys, tmp_path, text, line_no(text, "kind: transformer"), "arms.c1.model.kind",
-               "transformer", "'embed_mlp'")
+    text = edit(CLAIM, ("  c1:\n", "  c1:\n    model:\n      kind: lstm\n"))
+    assert_bad(capsys, tmp_path, text, line_no(text, "kind: lstm"), "arms.c1.model.kind",
+               "lstm", "'embed_mlp'")
 
 
 # ---------------------------------------------------------------- arms, scales, criterion

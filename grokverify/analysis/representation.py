@@ -22,6 +22,11 @@ Definitions (samples, P0, classes: `grokverify.analysis.parallelogram`):
   the δ tolerance). Reported over all samples (the official `pred_acc`, the paper's Fig. 3) and
   over the non-training samples (`pred_test_acc`; paper 2's validation set is every
   non-training pair, as in `grokverify.tasks` with `test_frac` unset).
+- Impermissible training parallelograms (C1, Proposition 1): two training samples with
+  different sums whose embedding sums lie within δ (the distance of Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n,
+  normalised as above). At zero training loss with random regression targets there is none
+  (the decoder would map one point to two targets); `impermissible_gaps` gives every such
+  pair's distance, so a probe can count those ≤ δ and report the smallest.
 - Not-implied realised parallelograms (C9, the "Alexander principle", Fig. 10):
   realised parallelograms outside the set the training set implies. Implied means, by default,
   the paper's P(D): with chaining, every parallelogram whose equation is a linear consequence of
@@ -42,6 +47,7 @@ from grokverify.analysis.parallelogram import (
     n_samples,
     parallelogram_samples,
     permissible_parallelograms,
+    samples,
 )
 
 Distance = Literal["norm", "mean_sq"]
@@ -182,3 +188,22 @@ def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: floa
     n_real = int(real.sum())
     return Unimplied(count=int(out.sum()), realised=n_real, implied=int(imp.sum()),
                      share=float(out.sum() / n_real) if n_real else float("nan"), mask=out)
+
+
+def impermissible_gaps(E: np.ndarray, train: np.ndarray | list[int],
+                       distance: Distance = "norm", normalised: bool = True,
+                       ddof: int = 1) -> np.ndarray:
+    """(K,) the distance between the embedding sums of every two training samples with
+    different sums i + j ≠ m + n (C1), for one embedding (p, d); K = 0 when the training
+    samples all share one sum. NaN everywhere for an embedding without a normalised form."""
+    E = _as_embedding(E)
+    if E.ndim != 2:
+        raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")
+    p = E.shape[0]
+    X = normalise(E, ddof) if normalised else E
+    pairs = samples(p)[as_mask(p, np.asarray(train))]
+    sums = X[pairs[:, 0]] + X[pairs[:, 1]]  # (n, d)
+    a, b = np.triu_indices(len(pairs), k=1)
+    keep = pairs[a].sum(axis=1) != pairs[b].sum(axis=1)
+    d = sums[a[keep]] - sums[b[keep]]
+    return np.sqrt((d * d).sum(axis=-1)) if distance == "norm" else (d * d).mean(axis=-1)

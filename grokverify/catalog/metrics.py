@@ -35,6 +35,8 @@ class MetricSpec(StrictModel):
     kind: ClassVar[Kind]
     undefined: ClassVar[str] = "undefined"
     curve_keys: ClassVar[tuple[str, ...]] = ()  # the fields that name a record curve
+    # a category's code, not a quantity: only criteria that read codes take it (and only it)
+    codes: ClassVar[bool] = False
     name: str
     on_diverged: str  # each kind narrows it to the rules that apply
 
@@ -191,6 +193,39 @@ class FallOnsetRatio(_FallTime):
                 "out.")
 
 
+class ReachesRatio(TimeMetric):
+    """When a curve first reaches a level relative to when an accuracy reaches its threshold,
+    in the same seed: (step of `curve_reaches`) / (step of `against`: train_threshold_step or
+    val_threshold_step; a threshold at step 0 counts as step 1). 1: at the same step; 0.5: at
+    half the threshold's step (before it); 2: twice as late. Censored at (the curve's last
+    recorded step) / (threshold step) when the curve never reaches the level; undefined when
+    the accuracy never reaches its threshold. A diverged seed is left out (its curve stops at
+    the divergence)."""
+
+    undefined: ClassVar[str] = "undefined (the threshold never reached)"
+    curve_keys: ClassVar[tuple[str, ...]] = ("curve",)
+    name: Literal["reaches_ratio"]
+    on_diverged: Literal["exclude"] = Field(
+        "exclude", description="a diverged seed is left out and counted (its curve stops at the "
+                               "divergence)")
+    curve: str = Field(description="a curve the experiment records, e.g. pca.circular")
+    level: Float = Field(description="the level the curve must reach (equal counts)")
+    direction: Literal["above", "below"] = Field(
+        "above", description="above: value >= level; below: value <= level")
+    against: Literal["train_threshold_step", "val_threshold_step"] = Field(
+        description="the time of the accuracy event: train_threshold_step (τ_train) or "
+                    "val_threshold_step (τ_val)")
+
+    def describe(self) -> str:
+        sign = ">=" if self.direction == "above" else "<="
+        event = ("training accuracy first reaches τ_train" if self.against ==
+                 "train_threshold_step" else "validation accuracy first reaches τ_val")
+        return (f"(first recorded step where {self.curve} {sign} {self.level:g}) / (step where "
+                f"{event}), per seed; censored at (last recorded step) / (threshold step) when "
+                "the curve never gets there; seeds that never reach the threshold are left "
+                "out.")
+
+
 # ---------------------------------------------------------------- value metrics
 
 
@@ -273,6 +308,23 @@ class PhaseIs(ValueMetric):
     def describe(self) -> str:
         return (f"1 when the run is in the {self.phase} phase of paper 2's Table 1 (lag "
                 f"{self.lag} steps between the training and validation thresholds), else 0.")
+
+
+class Phase(ValueMetric):
+    """The run's phase by paper 2's Table 1 (the rules of `phase_is`) as a code: its index in
+    PHASES (0 comprehension, 1 grokking, 2 memorization, 3 confusion), for criteria that read
+    phases (phase_order); an arm's mean of codes means nothing."""
+
+    codes: ClassVar[bool] = True
+    name: Literal["phase"]
+    lag: Int = Field(1000, ge=1, le=MAX_STEPS, description=(
+        "steps by which validation may lag training and still be comprehension (Table 1: "
+        "1,000)"))
+
+    def describe(self) -> str:
+        return (f"the run's phase of paper 2's Table 1 (lag {self.lag} steps between the "
+                f"training and validation thresholds) as a code: "
+                + ", ".join(f"{i} {name}" for i, name in enumerate(PHASES)) + ".")
 
 
 class CurveMean(_Window):
@@ -400,6 +452,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "curve_reaches": CurveReaches,
     "fall_onset": FallOnset,
     "fall_onset_ratio": FallOnsetRatio,
+    "reaches_ratio": ReachesRatio,
     "curve_at": CurveAt,
     "curve_reached": CurveReached,
     "curve_mean": CurveMean,
@@ -407,6 +460,7 @@ METRIC_SPECS: dict[str, type[MetricSpec]] = {
     "final_value": FinalValue,
     "final_difference": FinalDifference,
     "phase_is": PhaseIs,
+    "phase": Phase,
     "tracking_drift": TrackingDrift,
 }
 

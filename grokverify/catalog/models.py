@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from grokverify.catalog.limits import MAX_FACTOR, MAX_WIDTH
 from grokverify.specbase import Float, Int, StrictModel
@@ -149,8 +149,68 @@ class ToySumSpec(ModelSpec):
         return rows * ((2 if backward else 1) * forward + nearest + ROW_FLOATS)
 
 
+MAX_LAYERS = 64  # transformer depth: far above any grokking paper's (1-4), far below a hang
+
+
+class TransformerSpec(ModelSpec):
+    """Paper 2's §4.2 transformer (arXiv 2205.10343): a decoder-only transformer on the two
+    tokens [a, b] (no operation token, no "=" token), logits over the classes read at the last
+    position. Each block is post-LayerNorm (openai/grok's, whose code the official
+    grokking-squared repository copied): x = LN(x + MHA(x)), x = LN(x + MLP(x)), causal
+    self-attention, ReLU MLP, linear layers without biases; positions are added as fixed
+    sinusoidal encodings. No dropout: a dropout mask under the engine's vmap would need a
+    per-seed stream the forward pass does not have, so it is left out (paper 2's Fig. 7 dropout
+    arm is not encodable)."""
+
+    roles: ClassVar[tuple[str, ...]] = ("E",)
+    kind: Literal["transformer"]
+    d: Int = Field(256, ge=1, le=MAX_WIDTH,
+                   description="embedding and residual width (paper 2: 256)")
+    layers: Int = Field(1, ge=1, le=MAX_LAYERS,
+                        description="decoder blocks (paper 2 does not say; 1 as in Nanda et al.'s "
+                                    "modular-addition transformer)")
+    heads: Int = Field(4, ge=1, le=MAX_WIDTH,
+                       description="attention heads, each d / heads wide (paper 2 does not "
+                                   "say; 4 is openai/grok's default)")
+    mlp: Int = Field(1024, ge=1, le=MAX_WIDTH,
+                     description="MLP hidden width (default 4 · 256, the usual 4d)")
+    emb_init_std: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                                description="std of the N(0, std²) token embedding init "
+                                            "(1: nn.Embedding's default)")
+
+    @model_validator(mode="after")
+    def _heads_divide_d(self) -> TransformerSpec:
+        if self.d % self.heads:
+            raise ValueError(f"heads ({self.heads}) must divide d ({self.d}): each head is "
+                             "d / heads wide")
+        return self
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """Embedding of p tokens, per block q, k, v, o (d × d), the MLP (d × mlp, mlp × d) and
+        two LayerNorms (weight and bias), the unembedding, and the (2, d) position buffer.
+        Multiply-adds for both positions (attention scores and mixing included)."""
+        d, m, n = self.d, self.mlp, self.layers
+        block = 4 * d * d + 2 * d * m + 4 * d
+        macs = 2 * n * (4 * d * d + 2 * d * m + 4 * d) + d * n_classes
+        return ModelSize(p * d + n * block + d * n_classes + 2 * d, macs, self.widest())
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """Training keeps, per row and block, both positions' input, q, k, v, attention output,
+        its projection, two LayerNorm outputs, the MLP's output (9d floats a position), the
+        MLP's hidden layer and its ReLU (2·mlp), and each head's scores and weights; then the
+        logits and their log-softmax; and a gradient of each. An evaluation (no graph) holds at
+        its peak about one block's working set: the input, q, k, v (4d a position), the MLP's
+        hidden layer and ReLU, the scores, and the logits."""
+        d, m, h = self.d, self.mlp, self.heads
+        if backward:
+            kept = 2 * d + self.layers * (2 * (9 * d + 2 * m) + 8 * h) + 2 * n_classes
+            return rows * (2 * kept + ROW_FLOATS)
+        return rows * (2 * (4 * d + 2 * m) + 8 * h + 2 * n_classes + ROW_FLOATS)
+
+
 MODEL_SPECS: dict[str, type[ModelSpec]] = {
     "embed_mlp": EmbedMLPSpec,
     "scalar_mlp": ScalarMLPSpec,
     "toy_sum": ToySumSpec,
+    "transformer": TransformerSpec,
 }

@@ -229,7 +229,22 @@ class TokenFrequencySpec(ProbeSpec):
 MAX_PARALLELOGRAM_P = 64  # |P0| grows as p³/12 (17,545 at p = 60); see ParallelogramSpec
 
 
-class ParallelogramSpec(ProbeSpec):
+class _DefectSpec(ProbeSpec):
+    """A probe of paper 2's parallelogram defects Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n of the embedding's number
+    rows (E's role), counted when their distance is within δ."""
+
+    delta: Float = Field(0.01, ge=0, le=MAX_FACTOR,
+                         description="a defect counts (a parallelogram is realised) when its "
+                                     "distance is <= delta (paper 2: 0.01)")
+    distance: Literal["norm", "mean_sq"] = Field(
+        "norm", description="norm: Euclidean norm of the defect (the paper); mean_sq: mean of "
+                            "its squares over dimensions (the official code)")
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E",)
+
+
+class ParallelogramSpec(_DefectSpec):
     """Paper 2's representation measures (arXiv 2205.10343, §3.1, App. D, Fig. 10) of the
     embedding's number rows E_0..E_{p-1}, against each seed's own training set, as defined in
     `grokverify.analysis.representation` (normalised per dimension, sample std):
@@ -259,19 +274,10 @@ class ParallelogramSpec(ProbeSpec):
     implied sets: 5 ms at p = 10, 0.1 s at p = 31, 1.2 s at p = 60."""
 
     name: Literal["parallelogram"]
-    delta: Float = Field(0.01, ge=0, le=MAX_FACTOR,
-                         description="a parallelogram is realised when its distance is <= delta "
-                                     "(paper 2: 0.01)")
-    distance: Literal["norm", "mean_sq"] = Field(
-        "norm", description="norm: Euclidean norm of the defect (the paper); mean_sq: mean of "
-                            "its squares over dimensions (the official code)")
 
     def curves(self) -> list[str]:
         return [f"parallelogram.{c}" for c in ("rqi", "acc", "acc_test", "unimplied",
                                                "unimplied_share")]
-
-    def roles_needed(self) -> tuple[str, ...]:
-        return ("E",)
 
     def misfit(self, task: ProbeTask) -> str | None:
         return paper2_misfit("parallelogram", task)
@@ -340,6 +346,29 @@ class SampleFractionSpec(ProbeSpec):
         return paper2_misfit("sample_fraction", task)
 
 
+class ImpermissibleSpec(_DefectSpec):
+    """Paper 2's Proposition 1 (C1, arXiv 2205.10343, §3.1): at zero training loss an exact
+    parallelogram E_i + E_j = E_m + E_n of two training samples has i + j = m + n. Per seed,
+    over every two of its training samples with different sums (an impermissible pair), the
+    distance between their embedding sums as `parallelogram` measures a defect (normalised per
+    dimension; `distance` norm or mean_sq; `grokverify.analysis.representation
+    .impermissible_gaps`):
+
+    - `impermissible.count`: the pairs within `delta` (impermissible δ-parallelograms);
+    - `impermissible.min_gap`: the smallest distance (NaN when all samples share one sum).
+
+    NaN in both for a seed whose E is not finite or has a constant dimension. Same task check
+    as `parallelogram`; cost as its RQI (n(n − 1)/2 pairs of the n training samples)."""
+
+    name: Literal["impermissible"]
+
+    def curves(self) -> list[str]:
+        return ["impermissible.count", "impermissible.min_gap"]
+
+    def misfit(self, task: ProbeTask) -> str | None:
+        return paper2_misfit("impermissible", task)
+
+
 class EffectiveSpec(ProbeSpec):
     """Paper 2's effective theory (arXiv 2205.10343, §3.2, App. F, Eq. 4) of each seed's
     training set and current embedding (`grokverify.analysis.effective`): the effective
@@ -372,6 +401,44 @@ class EffectiveSpec(ProbeSpec):
         return paper2_misfit("effective", task)
 
 
+class PCASpec(ProbeSpec):
+    """Paper 2's PCA probes of the token embedding (arXiv 2205.10343, §4.2, Figs. 1 and 7): a
+    principal component analysis of the p number rows E_0..E_{p-1} (the operand tokens; an
+    embed_mlp's op and "=" rows are left out), centred on their mean, per seed, in float64.
+
+    With λ_1 ≥ λ_2 ≥ ... the variances along the principal components (squared singular values
+    of the centred rows) and q_i = λ_i / Σλ their shares:
+
+    - `pca.top2_share`: q_1 + q_2, the share of the variance in the top two components;
+    - `pca.eff_dim`: the effective dimension exp(S), S = −Σ q_i ln q_i (0 ln 0 = 0): 1 for
+      points on a line, k for k equal components;
+    - `pca.circular`: 1.0 when the tokens lie in circular order in the top-2 plane, else 0.0.
+      The test: project each token onto the top two components, take its angle atan2(z_2,
+      z_1), sort the tokens by angle (ties by token index), and read the sorted sequence as a
+      cycle t_0, t_1, ..., t_{p-1}, t_0; the tokens are in circular order when every step
+      t_{j+1} − t_j (mod p), the wrap-around one included, is the same g: the tokens go round
+      as k, k + g, k + 2g, ... (mod p), the Fourier circle of frequency g (a circle traversed
+      either way counts: the step is then p − g). Only the order is tested, not how round
+      the points are; 0.0 when there is no plane (λ_2 ≤ 1e-12 λ_1, or d = 1).
+
+    NaN in every curve for a seed whose E is not finite or has no variance (all rows equal).
+    Needs p ≥ 3 (a cyclic order of two tokens always has one step)."""
+
+    name: Literal["pca"]
+
+    def curves(self) -> list[str]:
+        return ["pca.top2_share", "pca.eff_dim", "pca.circular"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ("E",)
+
+    def misfit(self, task: ProbeTask) -> str | None:
+        if task.p < 3:
+            return (f"pca: needs p >= 3, got p = {task.p} (two tokens are in circular order "
+                    "whatever E is)")
+        return None
+
+
 PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "sigma_max": SigmaMaxSpec,
     "grad_norm_ratio": GradNormRatioSpec,
@@ -383,5 +450,7 @@ PROBE_SPECS: dict[str, type[ProbeSpec]] = {
     "parallelogram": ParallelogramSpec,
     "parallelogram_nullity": ParallelogramNullitySpec,
     "sample_fraction": SampleFractionSpec,
+    "impermissible": ImpermissibleSpec,
     "effective": EffectiveSpec,
+    "pca": PCASpec,
 }

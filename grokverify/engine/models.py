@@ -19,7 +19,13 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from grokverify.catalog.models import EmbedMLPSpec, ModelSpec, ScalarMLPSpec, ToySumSpec
+from grokverify.catalog.models import (
+    EmbedMLPSpec,
+    ModelSpec,
+    ScalarMLPSpec,
+    ToySumSpec,
+    TransformerSpec,
+)
 from grokverify.engine.heads import CLASSIFICATION, REGRESSION, Head
 from grokverify.engine.streams import torch_generator
 
@@ -173,10 +179,115 @@ class ToySum(Model):
             self.targets.copy_(torch.randn(self.targets.shape, generator=gen))
 
 
+@torch.no_grad()
+def init_weight_(weight: Tensor, gen: torch.Generator) -> None:
+    """A bias-free nn.Linear's default distribution, U(±1/√fan_in), drawn as (in, out) like
+    `init_linear_`'s weight."""
+    fan_out, fan_in = weight.shape
+    weight.copy_(uniform(gen, (fan_in, fan_out), 1.0 / math.sqrt(fan_in)).T)
+
+
+def sinusoid(positions: int, d: int) -> Tensor:
+    """The fixed sinusoidal position encodings (positions, d) of "Attention is all you need"
+    (openai/grok's): sin(pos / 10000^(i/d)) at even i, cos(pos / 10000^((i-1)/d)) at odd i."""
+    pos = torch.arange(positions, dtype=torch.float64).view(-1, 1)
+    i = torch.arange(d, dtype=torch.float64)
+    angle = pos / 10000 ** ((i - i % 2) / d)
+    return torch.where(i % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
+
+
+class Block(nn.Module):
+    """One post-LayerNorm decoder block: x = LN(x + MHA(x)), x = LN(x + MLP(x)). Attention is
+    written with plain Linear, matmul and softmax (no fused kernel), so torch.func.vmap batches
+    it over seeds like any other layer."""
+
+    def __init__(self, d: int, heads: int, mlp: int):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.norm1 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, mlp, bias=False)
+        self.fc2 = nn.Linear(mlp, d, bias=False)
+        self.norm2 = nn.LayerNorm(d)
+
+    def attention(self, x: Tensor) -> Tensor:
+        """Causal multi-head self-attention of x (B, T, d): position t reads positions <= t."""
+        n, t, d = x.shape
+        h = self.heads
+
+        def split(y: Tensor) -> Tensor:  # (B, T, d) -> (B, h, T, d / h)
+            return y.view(n, t, h, d // h).transpose(1, 2)
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+        return self.o((weights @ v).transpose(1, 2).reshape(n, t, d))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.norm1(x + self.attention(x))
+        return self.norm2(x + self.fc2(torch.relu(self.fc1(x))))
+
+    @torch.no_grad()
+    def init_(self, gen: torch.Generator) -> None:
+        """Linear weights U(±1/√fan_in) in the order q, k, v, o, fc1, fc2; LayerNorms as torch
+        makes them (weight 1, bias 0: no draw)."""
+        for layer in (self.q, self.k, self.v, self.o, self.fc1, self.fc2):
+            init_weight_(layer.weight, gen)
+        for norm in (self.norm1, self.norm2):
+            norm.weight.fill_(1.0)
+            norm.bias.zero_()
+
+
+class Transformer(Model):
+    """Paper 2's §4.2 transformer (`TransformerSpec`): tokens [a, b] only (no operation or "="
+    token), their embeddings plus fixed sinusoidal positions, `layers` post-LayerNorm causal
+    blocks, and a bias-free unembedding of the last position's output to the class logits."""
+
+    spec_class = TransformerSpec
+    roles = {"E": "embed.weight"}
+    embedding = ("embed.weight",)
+    positions: Tensor
+
+    def __init__(self, spec: TransformerSpec, shape: DataShape):
+        super().__init__(spec, shape)
+        self.embed = nn.Embedding(shape.p, spec.d)
+        self.blocks = nn.ModuleList(Block(spec.d, spec.heads, spec.mlp)
+                                    for _ in range(spec.layers))
+        self.unembed = nn.Linear(spec.d, shape.n_classes, bias=False)
+        self.register_buffer("positions", torch.zeros(2, spec.d))
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        x = self.embed(torch.stack([a, b], dim=-1)) + self.positions
+        for block in self.blocks:
+            x = block(x)
+        return self.unembed(x[:, -1])
+
+    @torch.no_grad()
+    def init_(self, gen: torch.Generator) -> None:
+        """The embedding N(0, emb_init_std²), then each block in order, then the unembedding,
+        all from the seed's own generator."""
+        spec: TransformerSpec = self.spec  # type: ignore[assignment]
+        self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
+                                * spec.emb_init_std)
+        for block in self.blocks:
+            block.init_(gen)  # type: ignore[operator]
+        init_weight_(self.unembed.weight, gen)
+
+    @torch.no_grad()
+    def init_buffers_(self, gen: torch.Generator) -> None:
+        """The position encodings: fixed, nothing drawn."""
+        self.positions.copy_(sinusoid(2, self.spec.d))  # type: ignore[attr-defined]
+
+
 MODELS: dict[str, type[Model]] = {
     "embed_mlp": EmbedMLP,
     "scalar_mlp": ScalarMLP,
     "toy_sum": ToySum,
+    "transformer": Transformer,
 }
 
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,8 +28,10 @@ from grokverify.catalog.probes import (
     FourierShareSpec,
     GradNormRatioSpec,
     HessianMaxSpec,
+    ImpermissibleSpec,
     ParallelogramNullitySpec,
     ParallelogramSpec,
+    PCASpec,
     ProbeSpec,
     RankSpec,
     SampleFractionSpec,
@@ -431,13 +433,21 @@ def _curves(name: str, model: BatchedModel, values: dict[str, np.ndarray]) -> di
             for c, v in values.items()}
 
 
+def _of_rows_and_split(name: str, model: BatchedModel, ctx: ProbeContext,
+                      compute: Callable[..., dict[str, np.ndarray]],
+                      *options: Any) -> dict[str, Tensor]:
+    """The curves of a paper-2 probe computed on the host from E's number rows and each seed's
+    training samples: compute(rows (S, p, d), masks (S, N), *options)."""
+    return _curves(name, model, compute(_number_rows(model), _split_masks(name, model, ctx),
+                                        *options))
+
+
 @probe("parallelogram")
 def parallelogram(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ParallelogramSpec)
-    masks = _split_masks("parallelogram", model, ctx)
-    return _curves("parallelogram", model, parallelogram_of(_number_rows(model), masks,
-                                                            spec.delta, spec.distance))
+    return _of_rows_and_split("parallelogram", model, ctx, parallelogram_of, spec.delta,
+                              spec.distance)
 
 
 def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
@@ -464,6 +474,29 @@ def sample_fraction(model: BatchedModel, spec: ProbeSpec,
     masks = _split_masks("sample_fraction", model, ctx)
     return {"sample_fraction": torch.as_tensor(masks.sum(axis=1) / masks.shape[1],
                                                dtype=torch.float64, device=model.leaves[0].device)}
+
+
+def impermissible_of(e: np.ndarray, masks: np.ndarray, delta: float,
+                     distance: Distance) -> dict[str, np.ndarray]:
+    """Per seed (`ImpermissibleSpec`): the impermissible pairs of training samples within delta,
+    and the smallest distance, from embeddings e (S, p, d) and training masks (S, N)."""
+    from grokverify.analysis import representation as rep
+    out = {c: np.full(e.shape[0], np.nan) for c in ("count", "min_gap")}
+    for s in range(e.shape[0]):
+        if not np.isfinite(rep.normalise(e[s])).all():  # diverged, or a constant dimension
+            continue
+        gaps = rep.impermissible_gaps(e[s], masks[s], distance)
+        out["count"][s] = (gaps <= delta).sum()
+        out["min_gap"][s] = gaps.min() if gaps.size else np.nan
+    return out
+
+
+@probe("impermissible")
+def impermissible(model: BatchedModel, spec: ProbeSpec,
+                  ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, ImpermissibleSpec)
+    return _of_rows_and_split("impermissible", model, ctx, impermissible_of, spec.delta,
+                              spec.distance)
 
 
 def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
@@ -497,6 +530,46 @@ def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
 def effective(model: BatchedModel, spec: ProbeSpec,
               ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, EffectiveSpec)
-    masks = _split_masks("effective", model, ctx)
-    return _curves("effective", model, effective_of(_number_rows(model), masks, spec.eta,
-                                                    spec.flow_steps, spec.method))
+    return _of_rows_and_split("effective", model, ctx, effective_of, spec.eta, spec.flow_steps,
+                              spec.method)
+
+
+_NO_PLANE = 1e-12  # λ_2 / λ_1 below which the top two components span no plane
+
+
+def pca_of(e: Tensor, p: int) -> dict[str, Tensor]:
+    """(S,) top2_share, eff_dim and circular of the first p rows of (S, ≥p, d) embeddings
+    (`PCASpec`): singular values of the centred rows give the variances, their left singular
+    vectors scaled by them the tokens' top-2 coordinates. NaN where E is not finite or has no
+    variance."""
+    w, finite = _finite_double(e[:, :p])
+    x = w - w.mean(dim=1, keepdim=True)
+    u, sv, _ = torch.linalg.svd(x, full_matrices=False)
+    var = sv.square()  # descending
+    total = var.sum(dim=1)
+    # no variance: the rows equal up to the float64 rounding of their mean (~1e-32 relative)
+    ok = finite & (total > _NO_POWER * w.square().sum(dim=(1, 2)))
+    q = var / torch.where(ok, total, 1.0).unsqueeze(1)
+    entropy = -torch.where(q > 0, q * q.clamp_min(1e-300).log(), 0.0).sum(dim=1)
+    nan = torch.full_like(total, float("nan"))
+    out = {"pca.top2_share": torch.where(ok, q[:, :2].sum(dim=1), nan),
+           "pca.eff_dim": torch.where(ok, entropy.exp(), nan)}
+    if var.shape[1] < 2:  # d = 1: no plane
+        out["pca.circular"] = torch.where(ok, 0.0, nan)
+        return out
+    z = u[:, :, :2] * sv[:, None, :2]
+    angle = torch.atan2(z[..., 1], z[..., 0])
+    order = torch.sort(angle, dim=1, stable=True).indices  # ties: by token index
+    steps = (order.roll(-1, dims=1) - order) % p
+    same = (steps == steps[:, :1]).all(dim=1)
+    plane = var[:, 1] > _NO_PLANE * var[:, 0]
+    out["pca.circular"] = torch.where(ok, (same & plane).double(), nan)
+    return out
+
+
+@probe("pca")
+def pca(model: BatchedModel, spec: ProbeSpec,
+        ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, PCASpec)
+    # the number tokens are rows 0..p-1 of E (models index them by value; extra tokens follow)
+    return pca_of(model.param(model.role("E")), model.shape.p)

@@ -269,6 +269,39 @@ def _pairs(res: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+_PHASE_MARK = {"comprehension": "C", "grokking": "G", "memorization": "M", "confusion": "X",
+               None: "·"}
+
+
+def _phase_map(res: dict[str, Any]) -> list[str]:
+    """A phase diagram's map (criterion phase_order): y rows from the largest down, x columns
+    rising, each cell its most common phase's letter and that phase's share of the seeds."""
+    if res.get("family") or "phase_map" not in res["result"]["details"]:
+        return []
+    pm = res["result"]["details"]["phase_map"]
+    cells = {(c["x"], c["y"]): c for c in pm["cells"]}
+    xs = sorted({x for x, _ in cells})
+    ys = sorted({y for _, y in cells}, reverse=True)
+
+    def mark(c: dict[str, Any] | None) -> str:
+        if c is None:
+            return ""
+        top = c["most_common"]
+        share = c["counts"][top] / c["seeds"] if top and c["seeds"] else None
+        return _PHASE_MARK[top] + (f" {share:.2f}" if share is not None else "")
+
+    lines = ["### Phase map", "",
+             f"Rows: {text(pm['y_label'])}; columns: {text(pm['x_label'])}. Each cell: its "
+             "most common phase (C comprehension, G grokking, M memorization, X confusion, "
+             "· a tie) and that phase's share of the cell's seeds; every count is in result.json "
+             "and the arm table.", "",
+             f"| {text(pm['y_label'])} \\ {text(pm['x_label'])} | "
+             + " | ".join(_num(x) for x in xs) + " |", "|---" * (1 + len(xs)) + "|"]
+    lines += [f"| {_num(y)} | " + " | ".join(mark(cells.get((x, y))) for x in xs) + " |"
+              for y in ys]
+    return [*lines, ""]
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     claim, prov = res["claim"], res["provenance"]
     src = claim["source"]
@@ -293,6 +326,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"{text(res['metric']['description'])} Diverged seeds: "
         f"{text(res['metric']['on_diverged'])}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
+        *_phase_map(res),
         *_rounds(res.get("sequential")),
         *_pairs(res),
         *_figures(res.get("figures", {})),

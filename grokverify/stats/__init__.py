@@ -21,6 +21,7 @@ from grokverify.stats.correlation import CORRELATION
 from grokverify.stats.cox import COX_HAZARD_RATIO
 from grokverify.stats.crossing import CROSSING
 from grokverify.stats.equivalence import EQUIVALENCE
+from grokverify.stats.phase_order import PHASE_ORDER
 from grokverify.stats.proportion import PROPORTION
 from grokverify.stats.scalar import SCALAR_COMPARE, VALUE_CRITERION
 from grokverify.stats.survival import SURVIVAL_COMPARE
@@ -45,7 +46,7 @@ def criterion_for(name: str, params: object) -> Criterion:
 
 
 for _criterion in (SURVIVAL_COMPARE, COX_HAZARD_RATIO, SCALAR_COMPARE, EQUIVALENCE, PROPORTION,
-                   CORRELATION, VALUE_CRITERION, CROSSING):
+                   CORRELATION, VALUE_CRITERION, CROSSING, PHASE_ORDER):
     register(_criterion)
 if set(CRITERIA) != set(CRITERION_SPECS):  # a schema without statistics, or the reverse
     raise ImportError(f"criteria with a schema but no run, or a run but no schema: "

@@ -43,6 +43,10 @@ CASES: dict[str, dict[str, Any]] = {
         "interventions": [{"name": "rescale_embedding", "sigma_max": "W"},
                           {"name": "freeze_embeddings",
                            "when": {"curve": "train_acc", "at_least": 0.3}}]},
+    "transformer-pca": {"task": TASK, "model": {"kind": "transformer", "d": 8, "layers": 1,
+                                                "heads": 2, "mlp": 16},
+                        "optimizer": {"name": "adamw", "lr": 0.02, "weight_decay": 1.0},
+                        "training": MINIBATCH, "probes": [{"name": "pca", "every": 10}]},
 }
 
 

@@ -1,0 +1,160 @@
+"""``phase_order``: whether a phase diagram's phases are ordered comprehension < grokking <
+memorization along one setting (paper 2's Fig. 6: "grokking lies between comprehension and
+memorization"), with the map itself kept as data. The rules are `PhaseOrderParams`'.
+
+γ is counted with weights so that a bootstrap resample of seed ids is a weight vector: a seed
+drawn w times contributes w copies of its phase to every cell, and a pair of copies counts
+w_i · w_j. Within each y, with the cells sorted by x and N[c, k] the weighted count of phase
+rank k in cell c, the concordant pairs are Σ_b Σ_l N[b, l] · Σ_{a before b} Σ_{k < l} N[a, k]
+and the discordant ones the same with k > l.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+from scipy.special import ndtr, ndtri
+
+from grokverify import verdict as verdict_rules
+from grokverify.catalog.criteria import CRITERION_SPECS, PhaseOrderParams, expect_params
+from grokverify.catalog.metrics import PHASES
+from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.stats.common import Frame, arm_row, require_arms
+
+NAME = "phase_order"
+ORDERED = PHASES[:3]  # comprehension, grokking, memorization: ranks 0, 1, 2
+CENSORING = ("a phase is never censored: a run that does not reach a threshold within the "
+             "budget is labelled by Table 1 (memorization or confusion); seeds without a phase "
+             "(diverged) are left out and counted")
+
+
+def _codes(data: list[ArmSample]) -> tuple[np.ndarray, list[int]]:
+    """(cells, seeds) phase codes over the union of the cells' seed ids (NaN: the seed has no
+    phase in that cell), and those ids."""
+    ids = sorted({s for a in data for s in a.seeds})
+    where = {s: i for i, s in enumerate(ids)}
+    codes = np.full((len(data), len(ids)), np.nan)
+    for c, arm in enumerate(data):
+        codes[c, [where[s] for s in arm.seeds]] = arm.values
+    return codes, ids
+
+
+def gammas(codes: np.ndarray, xs: np.ndarray, ys: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(B,) pooled γ of each weight row (B, seeds) over the cells (codes (cells, seeds)); NaN
+    where no pair is ordered either way."""
+    onehot = np.stack([codes == k for k in range(len(ORDERED))], axis=-1).astype(float)
+    counts = np.einsum("bs,csk->bck", weights, onehot)  # (B, cells, 3)
+    concordant = np.zeros(len(weights))
+    discordant = np.zeros(len(weights))
+    for y in np.unique(ys):
+        cells = np.flatnonzero(ys == y)
+        n = counts[:, cells[np.argsort(xs[cells])], :]
+        before = np.cumsum(n, axis=1) - n  # weighted counts in the cells of smaller x
+        lower = np.cumsum(before, axis=2) - before  # of ranks k < l
+        higher = before.sum(axis=2, keepdims=True) - np.cumsum(before, axis=2)  # k > l
+        concordant += (n * lower).sum(axis=(1, 2))
+        discordant += (n * higher).sum(axis=(1, 2))
+    total = concordant + discordant
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (concordant - discordant) / total, np.nan)
+
+
+def _bca(boot: np.ndarray, estimate: float, jack: np.ndarray,
+         ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Efron's BCa interval from the sorted bootstrap γ's (-inf for undefined ones), the
+    estimate and the leave-one-seed-id-out γ's: the percentile interval's levels moved by the
+    bias correction z0 (the share of resamples below the estimate, ties halved) and the
+    acceleration a (the jackknife's skewness); read as order statistics like `crossing`'s.
+    The plain percentile interval under-covers here (benchmarks/calibration.py)."""
+    n_boot = len(boot)
+    below = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / n_boot
+    z0 = float(ndtri(min(max(below, 0.5 / n_boot), 1 - 0.5 / n_boot)))
+    jack = jack[np.isfinite(jack)]
+    d = jack.mean() - jack if jack.size else np.zeros(1)
+    denom = 6.0 * float((d ** 2).sum()) ** 1.5
+    a = float((d ** 3).sum()) / denom if denom > 0 else 0.0
+    levels = []
+    for z in (ndtri((1 - ci_level) / 2), ndtri((1 + ci_level) / 2)):
+        levels.append(float(ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))))
+    lo_k = int(math.floor(levels[0] * (n_boot + 1)))
+    hi_k = int(math.ceil(levels[1] * (n_boot + 1)))
+    ci = (float(boot[lo_k - 1]) if lo_k >= 1 else -math.inf,
+          float(boot[hi_k - 1]) if hi_k <= n_boot else math.inf)
+    return ci, {"ci_method": "BCa percentile bootstrap (Efron 1987): bias correction z0 and "
+                             "jackknife acceleration a over seed ids", "bca_z0": z0,
+                "bca_acceleration": a, "bca_levels": levels}
+
+
+def _cell(arm: ArmSample, xy: tuple[float, float]) -> dict[str, Any]:
+    counts = {ph: int((arm.values == i).sum()) for i, ph in enumerate(PHASES)}
+    top = max(counts.values())
+    leaders = [ph for ph, n in counts.items() if n == top]
+    return {"arm": arm.name, "x": xy[0], "y": xy[1], "seeds": arm.n, "counts": counts,
+            "most_common": leaders[0] if top > 0 and len(leaders) == 1 else None}
+
+
+def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
+    """γ of the phases against x within each y, its bootstrap CI over seed ids, the map, and
+    the verdict."""
+    p = expect_params(params, PhaseOrderParams)
+    data = require_arms(NAME, p.arms, arms, ("value",))
+    fmt = verdict_rules.format_number
+    order = "comprehension < grokking < memorization" if p.direction == "rising" else (
+        "memorization < grokking < comprehension")
+    label = f"γ between {p.x_label} and the phase ({order})"
+    frame = Frame(NAME, label, "Goodman-Kruskal γ within each " + p.y_label + ", pooled; "
+                  "percentile bootstrap CI over seed ids shared by every cell (no test)",
+                  p.min_gamma, f"γ within [{fmt(p.min_gamma)}, 1], and each of "
+                  f"{', '.join(p.shown)} the most common phase of >= {p.min_cells} cell(s)",
+                  p.ci_level,
+                  {"censoring": CENSORING, "alpha": 1.0 - p.ci_level,
+                   "x_label": p.x_label, "y_label": p.y_label})
+    cells = [_cell(a, p.cells[a.name]) for a in data]
+    rows = [arm_row(a, {"x": c["x"], "y": c["y"], **c["counts"], "most common": c["most_common"]
+                        or "none (tie)"}) for a, c in zip(data, cells, strict=True)]
+    phase_map = {"x_label": p.x_label, "y_label": p.y_label, "cells": cells}
+    bad = [a.name for a in data if not np.isin(a.values, range(len(PHASES))).all()]
+    if bad:
+        return frame.inconclusive(f"arm(s) {', '.join(bad)} carry values that are not phase "
+                                  f"codes 0-{len(PHASES) - 1}", rows)
+    codes, ids = _codes(data)
+    xs = np.array([c["x"] for c in cells]) * (1 if p.direction == "rising" else -1)
+    ys = np.array([c["y"] for c in cells])
+    shown = {ph: sum(c["most_common"] == ph for c in cells) for ph in PHASES}
+    estimate = float(gammas(codes, xs, ys, np.ones((1, len(ids))))[0])
+    rng = np.random.default_rng(p.bootstrap_seed)
+    weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=p.n_boot)
+    boot = gammas(codes, xs, ys, weights.astype(float))
+    undefined = int(np.isnan(boot).sum())
+    boot = np.sort(np.where(np.isnan(boot), -math.inf, boot))
+    jack = gammas(codes, xs, ys, 1.0 - np.eye(len(ids)))  # leave one seed id out
+    ci, bca = _bca(boot, estimate, jack, p.ci_level)
+    details = {"phase_map": phase_map, "cells_most_common": shown, "seed_ids": ids,
+               "n_boot": p.n_boot, "bootstrap_seed": p.bootstrap_seed,
+               **bca, "resamples_without_an_ordered_pair": undefined,
+               "bootstrap": "seed ids resampled with replacement, the same draw in every cell "
+                            "(np.random.default_rng(bootstrap_seed).multinomial); a resample "
+                            "without an ordered pair counts as -inf"}
+    if math.isnan(estimate):
+        return frame.inconclusive("no two seeds in cells of the same " + p.y_label + " have "
+                                  "different phases among comprehension, grokking and "
+                                  "memorization", rows, details)
+    missing = [ph for ph in p.shown if shown[ph] < p.min_cells]
+    verdict, reason = verdict_rules.decide_interval(ci, p.min_gamma, 1.0, estimate, label,
+                                                    p.ci_level)
+    if missing:
+        verdict = verdict_rules.Verdict.REFUTED
+        reason = ("The diagram does not show every phase claimed: "
+                  + "; ".join(f"{ph} is the most common phase of {shown[ph]} cell(s), fewer "
+                              f"than the {p.min_cells} claimed" for ph in missing)
+                  + f". (For the record: {reason})")
+    counts = ", ".join(f"{ph} {shown[ph]}" for ph in PHASES)
+    reason = reason.rstrip(".") + f"; cells by most common phase: {counts}, ties " \
+        f"{sum(c['most_common'] is None for c in cells)}."
+    return frame.result(estimate, ci, None, verdict, reason, rows, details)
+
+
+PHASE_ORDER = Criterion.of(CRITERION_SPECS[NAME], run_phase_order)
