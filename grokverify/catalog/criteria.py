@@ -481,7 +481,7 @@ class CorrelationParams(BaseModel):
 
 
 class _PercentileBootstrap(BaseModel):
-    """The percentile bootstrap's settings (CI level, resamples, generator seed)."""
+    """A bootstrap CI's settings (CI level, resamples, generator seed)."""
 
     ci_level: CILevel = 0.95
     n_boot: NBoot = 2000
@@ -564,7 +564,7 @@ class PhaseOrderParams(_PercentileBootstrap):
     2 memorization; confusion left out) over pairs of seeds in cells of the same y, pooled over
     the y's: (concordant − discordant) / (concordant + discordant), ties in x or phase left
     out, its sign turned for ``falling``. γ = 1: every such pair is ordered as claimed. CI:
-    percentile bootstrap over seed ids, each resample applied to every cell at once (the cells
+    BCa bootstrap over seed ids, each resample applied to every cell at once (the cells
     share seeds: the same seed has the same split, initial weights and targets in every cell).
     SUPPORTED when every phase in ``shown`` leads enough cells and the CI lies within
     [min_gamma, 1]; REFUTED when a phase in ``shown`` leads fewer cells (the diagram does not

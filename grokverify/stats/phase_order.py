@@ -106,7 +106,7 @@ def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
         "memorization < grokking < comprehension")
     label = f"γ between {p.x_label} and the phase ({order})"
     frame = Frame(NAME, label, "Goodman-Kruskal γ within each " + p.y_label + ", pooled; "
-                  "percentile bootstrap CI over seed ids shared by every cell (no test)",
+                  "BCa bootstrap CI over seed ids shared by every cell (no test)",
                   p.min_gamma, f"γ within [{fmt(p.min_gamma)}, 1], and each of "
                   f"{', '.join(p.shown)} the most common phase of >= {p.min_cells} cell(s)",
                   p.ci_level,
