@@ -31,7 +31,7 @@ from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
 from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
 from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
 from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
-from grokverify.grid import GridSpec
+from grokverify.grid import GridSpec, Setting
 from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel, kind_of
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
 
@@ -561,7 +561,33 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
         for st in settings:
             at = ("grid", "axes", st.axis, "values", st.index)
             lines.lines[(*where, name, *st.path.split("."))] = lines.line_of(at) or 1
+    _cells_from_grid(data, entries, file, lines)
     return data
+
+
+def _cells_from_grid(data: dict[str, Any], entries: dict[str, list[Setting]], file: str,
+                     lines: LineMap) -> None:
+    """A criterion that places arms in the grid (`grid_axes: {x: <axis>, y: <axis>}`, y
+    optional: phase_order's) gets `cells: {arm: [x, y]}` written out from the generated
+    entries, so a 10 × 10 diagram need not list its 100 cells by hand."""
+    crit = data.get("criterion")
+    if not isinstance(crit, dict) or not isinstance(crit.get("grid_axes"), dict):
+        return
+    if "cells" in crit:
+        raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
+                                 "criterion.grid_axes", "give cells or grid_axes, not both")])
+    axes: dict[str, Any] = crit["grid_axes"]
+    cells = {}
+    for name, settings in entries.items():
+        value = {st.axis: st.value for st in settings}
+        at = [value.get(axes.get(k)) if k in axes else 0 for k in ("x", "y")]
+        if any(v is None or isinstance(v, bool | str) for v in at):
+            known = ", ".join(st.axis for st in settings)
+            raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
+                                     "criterion.grid_axes", f"x (and y) must name numeric grid "
+                                     f"axes; the grid's axes are {known}")])
+        cells[name] = at
+    crit["cells"] = cells
 
 
 def _zero_step_problems(loaded: LoadedClaim) -> list[Problem]:

@@ -198,3 +198,29 @@ def test_the_report_draws_the_map_with_y_rows_from_the_top() -> None:
     table = [line for line in lines if line.startswith("| ")]
     assert table[0] == "| weight &lt;decay&gt; \\ decoder lr | 0.0001 | 0.001 | 0.01 |"
     assert table[1:] == ["| 1 | C 0.75 | G 0.75 | · |", "| 0 | C 0.75 | G 0.75 | · |"]
+
+
+def test_grid_axes_place_every_generated_arm_as_written_by_hand(tmp_path: Path) -> None:
+    by_hand = load_claim(_write(tmp_path / "a.yaml", CLAIM), limits=None).claim.criterion
+    from_grid = CLAIM.replace(
+        """  cells: {lr0.001_wd0: [0.001, 0], lr0.01_wd0: [0.01, 0], lr0.001_wd1: [0.001, 1],
+          lr0.01_wd1: [0.01, 1]}""", "  grid_axes: {x: lr, y: wd}")
+    got = load_claim(_write(tmp_path / "b.yaml", from_grid), limits=None).claim.criterion
+    assert got.cells == by_hand.cells
+    # y left out on a two-axis grid: two arms land on one cell, which is refused
+    one_row = from_grid.replace("grid_axes: {x: lr, y: wd}", "grid_axes: {x: wd}")
+    assert problems(tmp_path, one_row) == [
+        "19 criterion.cells: arms 'lr0.001_wd0' and 'lr0.01_wd0' are both at [0, 0]: each cell "
+        "once"]
+    both = from_grid.replace("grid_axes: {x: lr, y: wd}",
+                             "grid_axes: {x: lr, y: wd}\n  cells: {a: [1, 0], b: [2, 0]}")
+    assert problems(tmp_path, both) == [
+        "21 criterion.grid_axes: give cells or grid_axes, not both"]
+    assert problems(tmp_path, from_grid.replace("{x: lr, y: wd}", "{x: lr, y: c}")) == [
+        "21 criterion.grid_axes: x (and y) must name numeric grid axes; the grid's axes are "
+        "lr, wd"]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

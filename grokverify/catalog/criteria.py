@@ -575,7 +575,10 @@ class PhaseOrderParams(_PercentileBootstrap):
 
     name: Literal["phase_order"]
     cells: dict[str, tuple[Float, Float]] = Field(min_length=2, description=(
-        "arm -> [x, y]: its setting along the ordering axis and the other axis"))
+        "arm -> [x, y]: its setting along the ordering axis and the other axis (or grid_axes)"))
+    grid_axes: dict[Literal["x", "y"], str] | None = Field(None, description=(
+        "instead of cells: the claim's grid axes that are x and y ({x: lr, y: wd}; y left out: "
+        "one row), and every arm the grid generates is a cell at its settings"))
     x_label: str = Field("x", min_length=1, max_length=60,
                          description="what x is, for reports (e.g. decoder lr)")
     y_label: str = Field("y", min_length=1, max_length=60,
