@@ -224,3 +224,20 @@ def test_grid_axes_place_every_generated_arm_as_written_by_hand(tmp_path: Path) 
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_bca_without_bias_or_skew_is_the_percentile_interval_and_shifts_with_bias() -> None:
+    """z0 = 0 (half the resamples below the estimate) and a = 0 (a symmetric jackknife) leave
+    the levels at alpha/2 and 1 - alpha/2: the percentile order statistics [x*_(k),
+    x*_(B+1-k)], k = floor(0.025 * 2000) = 50 (the upper one rounded up: 1951). With every
+    resample above the estimate the bias correction moves both levels down, past the lowest
+    resample at the lower end (unbounded) and far below the percentile one at the upper."""
+    from grokverify.stats.phase_order import _bca
+    boot = np.linspace(-1, 1, 2000)
+    jack = np.array([-0.1, 0.0, 0.1])
+    ci, info = _bca(boot, 0.0, jack, 0.95)
+    assert info["bca_z0"] == pytest.approx(0.0, abs=1e-12)
+    assert info["bca_acceleration"] == 0.0
+    assert ci == (boot[49], boot[1950])
+    low, high = _bca(boot, -1.5, jack, 0.95)[0]
+    assert low == -math.inf and high < boot[1000]
