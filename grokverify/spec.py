@@ -41,7 +41,8 @@ from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_y
 class TaskSpec(StrictModel):
     """An arithmetic task and how its pairs are split."""
 
-    op: str = Field(description="operation: add, sub, mul, div, sq_sum")
+    op: str = Field(description="operation: add, sub, mul, div, sq_sum, s3 (p = 6: a ∘ b in "
+                                "the symmetric group S3)")
     p: Int = Field(ge=2, le=MAX_P, description="operands are 0..p-1; the modulus when modular")
     modular: bool = Field(True, description="labels mod p; otherwise the raw result")
     unordered: bool = Field(False, description="keep only pairs a <= b (paper 2's toy)")
@@ -75,6 +76,9 @@ class TaskSpec(StrictModel):
                              f"{self.train_frac} + {self.test_frac}")
         if self.op == "div" and (not self.modular or not _is_prime(self.p)):
             raise ValueError("op 'div' needs modular: true and a prime p (modular inverse)")
+        if self.op == "s3" and (self.p != 6 or self.unordered):
+            raise ValueError("op 's3' (paper 2's App. H: composing the 6 permutations of three "
+                             "things) needs p: 6 and unordered: false (it is not commutative)")
         n, n_train, n_val = split_sizes(self)
         if n_train < 1 or n_val < 1:
             raise ValueError(f"this split leaves {n_train} training and {n_val} validation "

@@ -7,6 +7,7 @@ registered function choosing the training pairs from the pairs not held out for 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,12 +29,24 @@ def _div(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
     return a * _mod_inverse(b, p)
 
 
+# S3's elements: the permutations of (0, 1, 2) in lexicographic order, 0 the identity
+S3 = list(itertools.permutations(range(3)))
+# S3_TABLE[a, b]: the element a ∘ b, (a ∘ b)(i) = a(b(i))
+S3_TABLE = np.array([[S3.index(tuple(f[g[i]] for i in range(3))) for g in S3] for f in S3],
+                    dtype=np.int64)
+
+
+def _s3(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    return S3_TABLE[a, b]
+
+
 OPS: dict[str, OpFn] = {
     "add": lambda a, b, p: a + b,
     "sub": lambda a, b, p: a - b,
     "mul": lambda a, b, p: a * b,
     "div": _div,
     "sq_sum": lambda a, b, p: a * a + b * b,
+    "s3": _s3,
 }
 
 

@@ -50,6 +50,10 @@ CASES = {
                                           "emb_dim": 2},
                                {"name": "sgd", "lr": 0.5, "momentum": 0.9},
                                {**FULL_BATCH, "train_threshold": 0.3}),
+    "toy_matrix-s3-regression": ({"op": "s3", "p": 6, "train_frac": 0.6},
+                                 {"kind": "toy_matrix", "hidden": 32, "output": "regression"},
+                                 {"name": "adamw", "lr": 1e-2, "emb_lr_mult": 10},
+                                 {**FULL_BATCH, "train_threshold": 0.3}),
 }
 SEEDS = [0, 1, 2]
 

@@ -145,10 +145,10 @@ WRONG_VALUES = [
      "train_frac + test_frac must be <= 1, got 0.5 + 0.6"),
     # a message that already quotes the value does not repeat it
     ("    op: add", "    op: addd", "op: addd", "base.task.op",
-     "unknown operation 'addd' (did you mean 'add'?); known: add, div, mul, sq_sum, sub"),
+     "unknown operation 'addd' (did you mean 'add'?); known: add, div, mul, s3, sq_sum, sub"),
     # an unknown tag with no close match: no "did you mean", the known ones listed
     ("    kind: embed_mlp", "    kind: zzz", "kind: zzz", "base.model.kind",
-     "unknown model kind 'zzz'; known: 'embed_mlp', 'scalar_mlp', 'toy_sum', 'transformer'"),
+     "unknown model kind 'zzz'; known: 'embed_mlp', 'scalar_mlp', 'toy_matrix', 'toy_sum', 'transformer'"),
 ]
 
 

@@ -68,7 +68,7 @@ def load(tmp_path: Path, text: str) -> LoadedClaim:
     ("    name: adamw", "    name: qqqq", "base.optimizer.name",
      "unknown optimizer 'qqqq'; known: adam, adamw, sgd"),
     ("    op: add", "    op: zzzz", "base.task.op",
-     "unknown operation 'zzzz'; known: add, div, mul, sq_sum, sub"),
+     "unknown operation 'zzzz'; known: add, div, mul, s3, sq_sum, sub"),
 ], ids=["split", "optimizer", "op"])
 def test_an_unknown_name_with_no_close_match_lists_the_known_ones_only(
         tmp_path: Path, old: str, new: str, field: str, message: str) -> None:

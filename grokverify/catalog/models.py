@@ -117,12 +117,11 @@ class ScalarMLPSpec(ModelSpec):
         return rows * ((2 if backward else 1) * forward + ROW_FLOATS)
 
 
-class ToySumSpec(ModelSpec):
-    """Paper 2's toy: Dec(E_a + E_b), decoder emb_dim → hidden → hidden → out with tanh."""
+class _ToyDecoderSpec(ModelSpec):
+    """Paper 2's toys: the two operands' embeddings combined by a fixed operation, then a tanh
+    decoder input → hidden → hidden → out. `input_width` is the combined embedding's width."""
 
     roles: ClassVar[tuple[str, ...]] = ("E", "W")
-    kind: Literal["toy_sum"]
-    emb_dim: Int = Field(1, ge=1, le=MAX_WIDTH)
     hidden: Int = Field(200, ge=1, le=MAX_WIDTH)
     init_scale: Float = Field(1.0, gt=0, le=MAX_FACTOR,
                               description="embeddings drawn from U[-s/2, s/2]")
@@ -130,23 +129,49 @@ class ToySumSpec(ModelSpec):
     target_dim: Int = Field(30, ge=1, le=MAX_WIDTH,
                             description="regression: dimension of the random targets")
 
+    def input_width(self) -> int:
+        raise NotImplementedError
+
     def _out(self, n_classes: int) -> int:
         return self.target_dim if self.output == "regression" else n_classes
 
     def size(self, p: int, n_classes: int) -> ModelSize:
         """Embedding of p tokens, fc1, fc2, fc3 (and the regression targets, a buffer)."""
-        e, h, out = self.emb_dim, self.hidden, self._out(n_classes)
+        e, h, out = self.input_width(), self.hidden, self._out(n_classes)
         macs = e * h + h * h + h * out
         targets = n_classes * self.target_dim if self.output == "regression" else 0
         return ModelSize(p * e + macs + 2 * h + out + targets, macs, self.widest())
 
     def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
-        """The summed embeddings, both tanh layers, the output and its loss's working copy
+        """The combined embeddings, both tanh layers, the output and its loss's working copy
         (and when training a gradient of each); a regression evaluation's distance to every
         class target."""
-        forward = self.emb_dim + 2 * self.hidden + 2 * self._out(n_classes)
+        forward = self.input_width() + 2 * self.hidden + 2 * self._out(n_classes)
         nearest = n_classes if self.output == "regression" and not backward else 0
         return rows * ((2 if backward else 1) * forward + nearest + ROW_FLOATS)
+
+
+class ToySumSpec(_ToyDecoderSpec):
+    """Paper 2's toy: Dec(E_a + E_b), decoder emb_dim → hidden → hidden → out with tanh."""
+
+    kind: Literal["toy_sum"]
+    emb_dim: Int = Field(1, ge=1, le=MAX_WIDTH)
+
+    def input_width(self) -> int:
+        return self.emb_dim
+
+
+class ToyMatrixSpec(_ToyDecoderSpec):
+    """Paper 2's S3 toy (App. H): each element a learnable `matrix` × `matrix` embedding E_a,
+    Dec(E_a E_b) with the product taken by hand (flattened, row-major), decoder matrix² →
+    hidden → hidden → out with tanh."""
+
+    kind: Literal["toy_matrix"]
+    matrix: Int = Field(3, ge=1, le=64, description="the embeddings are matrix × matrix "
+                                                    "(App. H: 3)")
+
+    def input_width(self) -> int:
+        return self.matrix * self.matrix
 
 
 MAX_LAYERS = 64  # transformer depth: far above any grokking paper's (1-4), far below a hang
@@ -212,5 +237,6 @@ MODEL_SPECS: dict[str, type[ModelSpec]] = {
     "embed_mlp": EmbedMLPSpec,
     "scalar_mlp": ScalarMLPSpec,
     "toy_sum": ToySumSpec,
+    "toy_matrix": ToyMatrixSpec,
     "transformer": TransformerSpec,
 }

@@ -15,6 +15,7 @@ RESULT_SPAN: dict[str, Callable[[int], int]] = {
     "mul": lambda p: (p - 1) ** 2 + 1,
     "div": lambda p: p,
     "sq_sum": lambda p: 2 * (p - 1) ** 2 + 1,
+    "s3": lambda p: p,  # the composition of S3's 6 elements (p = 6), each result one of them
 }
 OP_NAMES = tuple(RESULT_SPAN)
 SPLIT_NAMES = ("random", "uniform", "skewed")

@@ -23,6 +23,7 @@ from grokverify.catalog.models import (
     EmbedMLPSpec,
     ModelSpec,
     ScalarMLPSpec,
+    ToyMatrixSpec,
     ToySumSpec,
     TransformerSpec,
 )
@@ -151,8 +152,9 @@ class ToySum(Model):
     def __init__(self, spec: ToySumSpec, shape: DataShape):
         super().__init__(spec, shape)
         regression = spec.output == "regression"
-        self.embed = nn.Embedding(shape.p, spec.emb_dim)
-        self.fc1 = nn.Linear(spec.emb_dim, spec.hidden)
+        width = spec.input_width()  # the combined embedding's width
+        self.embed = nn.Embedding(shape.p, width)
+        self.fc1 = nn.Linear(width, spec.hidden)
         self.fc2 = nn.Linear(spec.hidden, spec.hidden)
         self.fc3 = nn.Linear(spec.hidden, spec.target_dim if regression else shape.n_classes)
         if regression:
@@ -163,7 +165,9 @@ class ToySum(Model):
         return REGRESSION if self.spec.output == "regression" else CLASSIFICATION  # type: ignore[attr-defined]
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        x = self.embed(a) + self.embed(b)
+        return self.decode(self.embed(a) + self.embed(b))
+
+    def decode(self, x: Tensor) -> Tensor:
         return self.fc3(torch.tanh(self.fc2(torch.tanh(self.fc1(x)))))
 
     @torch.no_grad()
@@ -283,10 +287,25 @@ class Transformer(Model):
         self.positions.copy_(sinusoid(2, self.spec.d))  # type: ignore[attr-defined]
 
 
+class ToyMatrix(ToySum):
+    """Paper 2's S3 toy (App. H): Dec(E_a E_b), each element's embedding a learnable n × n
+    matrix (stored as a row of n² numbers) multiplied by hand, the product flattened row-major
+    into ToySum's tanh decoder; initialised as ToySum (entries U[-s/2, s/2])."""
+
+    spec_class = ToyMatrixSpec
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        n = self.spec.matrix  # type: ignore[attr-defined]
+        left = self.embed(a).unflatten(-1, (n, n))
+        right = self.embed(b).unflatten(-1, (n, n))
+        return self.decode((left @ right).flatten(-2))
+
+
 MODELS: dict[str, type[Model]] = {
     "embed_mlp": EmbedMLP,
     "scalar_mlp": ScalarMLP,
     "toy_sum": ToySum,
+    "toy_matrix": ToyMatrix,
     "transformer": Transformer,
 }
 

@@ -47,6 +47,11 @@ CASES: dict[str, dict[str, Any]] = {
                                                 "heads": 2, "mlp": 16},
                         "optimizer": {"name": "adamw", "lr": 0.02, "weight_decay": 1.0},
                         "training": MINIBATCH, "probes": [{"name": "pca", "every": 10}]},
+    "toy_matrix-s3": {"task": {"op": "s3", "p": 6, "train_frac": 0.6},
+                      "model": {"kind": "toy_matrix", "hidden": 16, "output": "regression",
+                                "target_dim": 4},
+                      "optimizer": {"name": "adamw", "lr": 0.01, "emb_lr": 0.05},
+                      "training": MINIBATCH},
 }
 
 
