@@ -145,9 +145,16 @@ def test_derived_form_equals_each_plain_module_in_float64() -> None:
     a, b = _operands(shape.p, 3, n, seed=3)
     y = (a + b) % shape.n_classes
     model = BatchedModel(spec, shape, [4, 5, 6], dtype=torch.float64)  # no fast path
+    assert_each_seed_is_its_plain_module(model, a, b, y)
+
+
+def assert_each_seed_is_its_plain_module(model: BatchedModel, a: torch.Tensor, b: torch.Tensor,
+                                         y: torch.Tensor) -> None:
+    """Seed i's outputs of the batched (float64) model, and its slice of the gradient of the
+    summed mean losses, are seed i's plain module's (operands (S, B))."""
     out = model(a, b).detach()
-    model.loss_and_grads(a, b, y, torch.ones(3, dtype=torch.float64))
-    for i in range(3):
+    model.loss_and_grads(a, b, y, torch.ones(len(a), dtype=torch.float64))
+    for i in range(len(a)):
         plain = plain_copy(model, i)
         torch.testing.assert_close(plain(a[i], b[i]), out[i], rtol=0, atol=1e-13)
         mean_loss_of(plain, plain(a[i], b[i]), y[i]).backward()

@@ -10,11 +10,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_engine_equivalence import assert_each_seed_is_its_plain_module
 
 from grokverify.catalog.models import TransformerSpec
-from grokverify.engine.batched import BatchedModel, plain_copy
+from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
-from grokverify.engine.models import DataShape, Transformer, mean_loss_of, sinusoid
+from grokverify.engine.models import DataShape, Transformer, sinusoid
 from grokverify.spec import ExperimentSpec
 
 SHAPE = DataShape(p=5, vocab=7, n_classes=5)
@@ -120,15 +121,7 @@ def test_vmapped_form_equals_each_plain_module_in_float64() -> None:
     a, b = torch.randint(0, 5, (3, 9), generator=gen), torch.randint(0, 5, (3, 9), generator=gen)
     y = (a + b) % 5
     model = BatchedModel(_spec(), SHAPE, [4, 5, 6], dtype=torch.float64)
-    out = model(a, b).detach()
-    model.loss_and_grads(a, b, y, torch.ones(3, dtype=torch.float64))
-    for i in range(3):
-        plain = plain_copy(model, i)
-        torch.testing.assert_close(plain(a[i], b[i]), out[i], rtol=0, atol=1e-13)
-        mean_loss_of(plain, plain(a[i], b[i]), y[i]).backward()
-        for name, param in plain.named_parameters():
-            torch.testing.assert_close(model.grad(name)[i], param.grad, rtol=1e-12, atol=1e-13,
-                                       msg=name)
+    assert_each_seed_is_its_plain_module(model, a, b, y)
 
 
 def test_batched_seed_is_bit_identical_to_seed_trained_alone() -> None:
