@@ -526,6 +526,11 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
     """`data` with the grid's entries added to its arms or family members (each the grid's
     base, then each axis's setting, deep-merged)."""
     if not isinstance(data.get("grid"), dict):
+        crit = data.get("criterion")
+        if isinstance(crit, dict) and "grid_axes" in crit:
+            raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
+                                     "criterion.grid_axes", "grid_axes names axes of the "
+                                     "claim's grid, and the claim has no grid: give cells")])
         return data
     try:
         grid = GridSpec.model_validate(data["grid"])
@@ -580,16 +585,21 @@ def _cells_from_grid(data: dict[str, Any], entries: dict[str, list[Setting]], fi
     if "cells" in crit:
         raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
                                  "criterion.grid_axes", "give cells or grid_axes, not both")])
-    axes: dict[str, Any] = crit["grid_axes"]
+    axes: dict[Any, Any] = crit["grid_axes"]
+    known = list(next(iter(entries.values()), []))
+    wrong = SpecError([Problem(
+        file, lines.line_of(("criterion", "grid_axes")), "criterion.grid_axes",
+        "expected {x: <axis>, y: <axis>} (y optional) naming numeric grid axes; the grid's "
+        f"axes are {', '.join(st.axis for st in known)}")])
+    if "x" not in axes or any(k not in ("x", "y") or not isinstance(v, str)
+                              for k, v in axes.items()):
+        raise wrong
     cells = {}
     for name, settings in entries.items():
         value = {st.axis: st.value for st in settings}
-        at = [value.get(axes.get(k)) if k in axes else 0 for k in ("x", "y")]
+        at = [value.get(axes[k]) if k in axes else 0 for k in ("x", "y")]
         if any(v is None or isinstance(v, bool | str) for v in at):
-            known = ", ".join(st.axis for st in settings)
-            raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
-                                     "criterion.grid_axes", f"x (and y) must name numeric grid "
-                                     f"axes; the grid's axes are {known}")])
+            raise wrong
         cells[name] = at
     crit["cells"] = cells
 

@@ -216,9 +216,15 @@ def test_grid_axes_place_every_generated_arm_as_written_by_hand(tmp_path: Path) 
                              "grid_axes: {x: lr, y: wd}\n  cells: {a: [1, 0], b: [2, 0]}")
     assert problems(tmp_path, both) == [
         "21 criterion.grid_axes: give cells or grid_axes, not both"]
-    assert problems(tmp_path, from_grid.replace("{x: lr, y: wd}", "{x: lr, y: c}")) == [
-        "21 criterion.grid_axes: x (and y) must name numeric grid axes; the grid's axes are "
-        "lr, wd"]
+    grid = from_grid[from_grid.index("grid:"):from_grid.index("scales:")]
+    no_grid = from_grid.replace(grid, "").replace("arms: {}", "arms: {a: {}, b: {}}")
+    assert problems(tmp_path, no_grid) == [
+        "16 criterion.grid_axes: grid_axes names axes of the claim's grid, and the claim has "
+        "no grid: give cells"]
+    for bad in ("{x: lr, y: c}", "{y: wd}", "{x: {lr: 1}}", "{x: lr, z: wd}"):
+        assert problems(tmp_path, from_grid.replace("{x: lr, y: wd}", bad)) == [
+            "21 criterion.grid_axes: expected {x: <axis>, y: <axis>} (y optional) naming "
+            "numeric grid axes; the grid's axes are lr, wd"], bad
 
 
 def _write(path: Path, text: str) -> Path:
