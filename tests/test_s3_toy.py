@@ -60,4 +60,4 @@ def test_the_forward_pass_multiplies_the_two_matrices_before_decoding() -> None:
     want = x @ model.fc3.weight.detach().numpy().T + model.fc3.bias.detach().numpy()
     np.testing.assert_allclose(model(a, b).detach().numpy(), want, rtol=1e-12)
     assert model.embed.weight.shape == (6, 9)
-    assert float(model.embed.weight.abs().max()) <= 0.5  # U[-s/2, s/2], s = 1
+    assert float(model.embed.weight.detach().abs().max()) <= 0.5  # U[-s/2, s/2], s = 1
