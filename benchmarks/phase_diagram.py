@@ -40,22 +40,26 @@ import torch  # noqa: E402
 from reference import PlainTrainer  # noqa: E402
 
 import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
-from grokverify.spec import load_claim  # noqa: E402
+from grokverify.spec import ExperimentSpec, LoadedClaim, load_claim  # noqa: E402
 
 CLAIM = REPO / "claims" / "p2_phase_lr_wd_regression.yaml"
 
 
-def claim_text(quick: bool) -> tuple[str, int, int, int]:
-    """The claim with early stopping off (and, --quick, a 2 × 2 corner and 500 steps); its
-    cells, seeds and steps."""
+def claim_text(quick: bool) -> str:
+    """The claim with early stopping off (and, --quick, a 2 × 2 corner and 500 steps)."""
     text = CLAIM.read_text(encoding="utf-8").replace("early_stop: true", "early_stop: false")
     if quick:
         text = text.replace("num: 10, scale: log", "num: 2, scale: log")
         text = text.replace("values: [0, 1, 2, 3, 4, 5, 6, 8, 10, 20]", "values: [0, 20]")
         text = text.replace("steps: 10000,", "steps: 500,")
-    steps = 500 if quick else 10_000
-    cells = 4 if quick else 100
-    return text, cells, 4, steps
+    return text
+
+
+def load(text: str) -> LoadedClaim:
+    with tempfile.TemporaryDirectory() as tmp:
+        claim = Path(tmp) / "c.yaml"
+        claim.write_text(text, encoding="utf-8")
+        return load_claim(claim)
 
 
 def engine_run(text: str) -> float:
@@ -75,15 +79,10 @@ def engine_run(text: str) -> float:
     return wall
 
 
-def peer_rate(text: str, budget_s: float, evaluate: bool) -> float:
+def peer_rate(arms: list[ExperimentSpec], budget_s: float, evaluate: bool) -> float:
     """Model-steps/s of the per-run loop over a sample of the cells (one thread)."""
     torch.set_num_threads(1)
-    with tempfile.TemporaryDirectory() as tmp:
-        claim = Path(tmp) / "c.yaml"
-        claim.write_text(text, encoding="utf-8")
-        arms = load_claim(claim).resolved["quick"]
-    cells = list(arms.values())
-    sample = [cells[i] for i in range(0, len(cells), max(1, len(cells) // 8))][:8]
+    sample = [arms[i] for i in range(0, len(arms), max(1, len(arms) // 8))][:8]
     steps, total = 0, 0.0
     for exp in sample:
         trainer = PlainTrainer(exp, 0)
@@ -106,12 +105,15 @@ def main() -> None:
                         help="seconds the peer loop is timed for (default 60; --quick 10)")
     args = parser.parse_args()
     peer_s = args.peer_s or (10.0 if args.quick else 60.0)
-    text, cells, seeds, steps = claim_text(args.quick)
+    text = claim_text(args.quick)
+    loaded = load(text)
+    arms = list(loaded.resolved["quick"].values())
+    cells, seeds, steps = len(arms), int(loaded.scale_seeds("quick")), arms[0].training.steps
     runs = cells * seeds
     print(f"phase diagram: {cells} cells × {seeds} seeds × {steps} full-batch steps "
           f"({runs * steps:,} model-steps)", flush=True)
-    peer_eval = peer_rate(text, peer_s, evaluate=True)
-    peer_train = peer_rate(text, peer_s / 2, evaluate=False)
+    peer_eval = peer_rate(arms, peer_s, evaluate=True)
+    peer_train = peer_rate(arms, peer_s / 2, evaluate=False)
     print(f"peer per-run loop, 1 thread: {peer_eval:,.0f} model-steps/s with per-step "
           f"accuracy, {peer_train:,.0f} training only", flush=True)
     wall = engine_run(text)

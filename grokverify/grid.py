@@ -84,14 +84,16 @@ class GridAxis(StrictModel):
     def _one_way(self) -> GridAxis:
         if (self.values is None) == (self.span is None):
             raise ValueError("give the settings one way: values (a list) or span")
-        if self.span is not None:  # the settings themselves, as if listed
-            object.__setattr__(self, "values", _checked(self.span.points()))
+        _checked(self.settings)  # a span's rounded settings must still name distinct entries
         return self
 
     @property
     def settings(self) -> list[Value]:
-        assert self.values is not None  # set by _one_way
-        return self.values
+        """The values as listed, or the span's."""
+        if self.values is not None:
+            return self.values
+        assert self.span is not None  # one of the two: _one_way
+        return list(self.span.points())
 
 
 def _checked(v: list[Any]) -> list[Value]:

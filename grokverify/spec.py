@@ -526,11 +526,7 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
     """`data` with the grid's entries added to its arms or family members (each the grid's
     base, then each axis's setting, deep-merged)."""
     if not isinstance(data.get("grid"), dict):
-        crit = data.get("criterion")
-        if isinstance(crit, dict) and "grid_axes" in crit:
-            raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
-                                     "criterion.grid_axes", "grid_axes names axes of the "
-                                     "claim's grid, and the claim has no grid: give cells")])
+        _cells_from_grid(data, None, file, lines)
         return data
     try:
         grid = GridSpec.model_validate(data["grid"])
@@ -574,14 +570,21 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
     return data
 
 
-def _cells_from_grid(data: dict[str, Any], entries: dict[str, list[Setting]], file: str,
-                     lines: LineMap) -> None:
+def _cells_from_grid(data: dict[str, Any], entries: dict[str, list[Setting]] | None,
+                     file: str, lines: LineMap) -> None:
     """A criterion that places arms in the grid (`grid_axes: {x: <axis>, y: <axis>}`, y
     optional: phase_order's) gets `cells: {arm: [x, y]}` written out from the generated
-    entries, so a 10 × 10 diagram need not list its 100 cells by hand."""
+    entries (None: the claim has no grid), so a 10 × 10 diagram need not list its 100 cells
+    by hand."""
     crit = data.get("criterion")
-    if not isinstance(crit, dict) or not isinstance(crit.get("grid_axes"), dict):
+    if not isinstance(crit, dict) or "grid_axes" not in crit:
         return
+    if entries is None:
+        raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
+                                 "criterion.grid_axes", "grid_axes names axes of the claim's "
+                                 "grid, and the claim has no grid: give cells")])
+    if not isinstance(crit["grid_axes"], dict):
+        return  # the criterion's validation says what is wrong with it
     if "cells" in crit:
         raise SpecError([Problem(file, lines.line_of(("criterion", "grid_axes")),
                                  "criterion.grid_axes", "give cells or grid_axes, not both")])

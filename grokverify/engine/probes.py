@@ -483,9 +483,10 @@ def impermissible_of(e: np.ndarray, masks: np.ndarray, delta: float,
     from grokverify.analysis import representation as rep
     out = {c: np.full(e.shape[0], np.nan) for c in ("count", "min_gap")}
     for s in range(e.shape[0]):
-        if not np.isfinite(rep.normalise(e[s])).all():  # diverged, or a constant dimension
+        x = rep.normalise(e[s])
+        if not np.isfinite(x).all():  # diverged, or a constant dimension
             continue
-        gaps = rep.impermissible_gaps(e[s], masks[s], distance)
+        gaps = rep.impermissible_gaps(x, masks[s], distance, normalised=False)
         out["count"][s] = (gaps <= delta).sum()
         out["min_gap"][s] = gaps.min() if gaps.size else np.nan
     return out
