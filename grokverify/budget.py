@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from grokverify.catalog.optimizers import STATE_COPIES
-from grokverify.catalog.tasks import class_count, split_sizes
 from grokverify.yamlio import LineMap, Path_, Problem, dotted
 
 GIB = 1 << 30
@@ -40,6 +39,7 @@ INDEX_BYTES = 8  # int64 operands, labels and row indices
 # per pair and seed while the data is built: each split's (a, b, y) and row indices in numpy,
 # then the gathered training and validation rows and their indices in torch
 DATA_BYTES_PER_PAIR = 8 * INDEX_BYTES
+EVAL_ROWS = 1 << 12  # rows per seed an evaluation passes at once (engine.loop evaluates so)
 REFILL_EPOCHS = 64  # minibatch order is drawn 64 batches at a time (engine.data.Batches)
 # the heap's slack over the activations counted: one trial's peak varies by half from run to
 # run on a CPU (123-189 MiB over four runs of one), with how freed blocks happen to be reused
@@ -111,21 +111,26 @@ def estimate(exp: _Experiment, n_seeds: int, shards: int = 1) -> Estimate:
     thread)."""
     s = batched_seeds(n_seeds, shards)
     task, tr, model = exp.task, exp.training, exp.model
-    n, n_train, n_val = split_sizes(task)
-    n_classes = class_count(task)
-    size = model.size(task.p, n_classes)
+    n, n_train, n_val = task.sizes()
+    n_classes = task.classes()
+    width = task.input_size()
+    size = model.size(width, n_classes)
     batch = min(tr.batch_size or n_train, n_train)
     copies = max(3, 2 + STATE_COPIES[exp.optimizer.name] + (1 if exp.probes else 0))
     order = 2 * INDEX_BYTES * max(REFILL_EPOCHS * batch, n_train) if batch < n_train else 0
-    step = model.activations(task.p, n_classes, batch, backward=True)
-    evaluation = model.activations(task.p, n_classes, max(n_train, n_val), backward=False)
+    step = model.activations(width, n_classes, batch, backward=True)
+    # an evaluation passes EVAL_ROWS rows at a time, keeping each row's loss and correctness
+    rows = max(n_train, n_val)
+    evaluation = model.activations(width, n_classes, min(rows, EVAL_ROWS), backward=False) \
+        + 2 * rows
     # the field that sets the larger of the two: the batch size, or the split's size (p)
     act_field = ("training", "batch_size") if step >= evaluation and batch < n_train else \
-        ("task", "p")
+        ("task", task.size_field)
     parts = (
         Part("parameters, gradients and optimizer state",
              s * size.params * FLOAT_BYTES * copies, ("model", size.widest)),
-        Part("data", s * (n * DATA_BYTES_PER_PAIR + order), ("task", "p")),
+        Part("data", s * (n * DATA_BYTES_PER_PAIR + order) + task.table_bytes(s),
+             ("task", task.size_field)),
         Part("activations", int(s * (step + evaluation) * FLOAT_BYTES * ALLOCATOR_SLACK),
              act_field),
     )

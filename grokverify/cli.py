@@ -1,4 +1,4 @@
-"""Command line: `grokverify run | validate | schema`.
+"""Command line: `grokverify run | validate | report | diff | schema | plan | store`.
 
 Exit codes: 0 success, 1 a run that could not complete (cluster unreachable, missing
 resources, store or reports unwritable), 2 a bad claim or bad arguments, 130 interrupted by
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -24,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grokverify.catalog.limits import MAX_SEEDS
+from grokverify.claimfiles import NoClaims, claim_files
 from grokverify.verdict import format_ci, format_number
 
 if TYPE_CHECKING:
@@ -43,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="train what is missing, apply the criterion, write reports")
-    run.add_argument("claims", nargs="+", type=Path, help="claim YAML files")
+    run.add_argument("claims", nargs="+", type=Path,
+                     help="claim YAML files or folders (every *.yaml below a folder, sorted)")
     run.add_argument("--scale", default="quick", help="scale to run (default: quick)")
     run.add_argument("--seeds", type=int, default=None, help="override the seed count")
     run.add_argument("--store", type=Path, default=Path(".grokverify/store"),
@@ -60,14 +63,23 @@ def _parser() -> argparse.ArgumentParser:
                      help="CPU threads per trial (Ray task, or the local executor's one "
                           "process); each thread trains its own shard of the trial's seeds")
     run.add_argument("--gpus-per-task", type=float, default=1.0)
+    _add_data_option(run)
     run.add_argument("--dry-run", action="store_true",
                      help="check the claims, the limits and the paths, say what would be "
                           "trained, and train nothing")
     _add_limit_options(run)
 
     val = sub.add_parser("validate", help="check claim files without running them")
-    val.add_argument("claims", nargs="+", type=Path)
+    val.add_argument("claims", nargs="+", type=Path,
+                     help="claim YAML files or folders (every *.yaml below a folder, sorted)")
     _add_limit_options(val)
+
+    _add_report_parser(sub)
+    diff = sub.add_parser("diff", help="compare two suites: changed verdicts, moved estimates, "
+                                       "added and removed claims (exit 1 when a verdict changed)")
+    diff.add_argument("old", type=Path, help="a suite's results.json, or a folder holding one "
+                                             "(or holding claim folders with result.json)")
+    diff.add_argument("new", type=Path, help="the same, for the later suite")
 
     sub.add_parser("schema", help="print the JSON Schema of a claim file")
 
@@ -76,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--scale", default="quick")
     plan.add_argument("--store", type=Path, default=Path(".grokverify/store"))
     plan.add_argument("--device", default="auto")
+    _add_data_option(plan)
     plan.add_argument("--effect", type=float, default=None,
                       help="declared true effect (e.g. ratio of medians 0.6) instead of a pilot")
     plan.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
@@ -88,6 +101,63 @@ def _parser() -> argparse.ArgumentParser:
     verify = store_sub.add_parser("verify", help="re-hash every record; list corrupt/orphaned")
     verify.add_argument("--store", type=Path, default=Path(".grokverify/store"))
     return p
+
+
+SUITE_FORMATS = ("html", "md", "json")  # report.suite.SUITE_FILES' keys
+
+
+def _formats(value: str) -> list[str]:
+    """--format's value: html, md, json, or several comma-separated."""
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in chosen if v not in SUITE_FORMATS]
+    if bad or not chosen:
+        raise argparse.ArgumentTypeError(f"expected html, md or json (comma-separated), got "
+                                         f"{value!r}")
+    return chosen
+
+
+def _add_report_parser(sub: Any) -> None:
+    rep = sub.add_parser(
+        "report", help="rebuild reports and the suite from the store, training nothing",
+        description="Rebuild every claim's report (report.md, result.json, figures) and the "
+                    "suite (results.json, index.md, index.html) from the records in the store, "
+                    "training nothing. A claim whose seeds are not all in the store is named "
+                    "with the missing seeds; its report is not written (a report already in its "
+                    "folder is left as it was) and the suite leaves it out. Exit 0 when every "
+                    "claim was rebuilt, 1 when some could not be.")
+    rep.add_argument("claims", nargs="+", type=Path,
+                     help="claim YAML files or folders (every *.yaml below a folder, sorted)")
+    rep.add_argument("--scale", default="quick", help="scale to rebuild (default: quick)")
+    rep.add_argument("--seeds", type=int, default=None, help="the seed count the run used, "
+                     "when it was given with --seeds")
+    rep.add_argument("--store", type=Path, default=Path(".grokverify/store"),
+                     help="result store directory (default: .grokverify/store)")
+    rep.add_argument("--reports", type=Path, default=Path("reports"),
+                     help="reports directory (default: reports)")
+    rep.add_argument("--device", default="auto",
+                     help="the device type the records were trained on: cpu or cuda (store "
+                          "keys hold it; default auto: cuda where torch sees one, else cpu)")
+    rep.add_argument("--format", dest="formats", type=_formats, action="extend",
+                     metavar="html|md|json", help="the suite files to write: html (index.html), "
+                     "md (index.md), json (results.json); repeat or comma-separate (default: "
+                     "all three)")
+    _add_data_option(rep)
+    _add_limit_options(rep)
+
+
+def _add_data_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
+                        help="the folder holding datasets' files (MNIST's four IDX files, in "
+                             "DIR or DIR/mnist); default: the GROKVERIFY_DATA_DIR environment "
+                             "variable. A claim whose files are not found is skipped")
+
+
+def _use_data_dir(args: argparse.Namespace) -> None:
+    """--data-dir, as the environment variable every worker this run starts inherits."""
+    from grokverify.datasets import ENV_VAR
+
+    if args.data_dir is not None:
+        os.environ[ENV_VAR] = str(args.data_dir.expanduser().resolve())
 
 
 def _default_limits() -> tuple[float, float]:
@@ -213,16 +283,16 @@ def _print_run(run: ClaimRun, console: Console) -> None:
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import ExecutionError
     from grokverify.pipeline import RunOptions, device_for, run_claims
-    from grokverify.preflight import PathProblem, claim_problems, path_problems
-    from grokverify.spec import load_claim
+    from grokverify.preflight import PathProblem, claim_problems, data_problems, path_problems
+    from grokverify.report.index import write_suite
+    from grokverify.report.suite import read_report
     from grokverify.store import StoreError
 
     problem = _argument_problem(args)
     if problem:
         print(f"grokverify run: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    limits = _limits(args)
-    claims = _load_all(args.claims, lambda path: load_claim(path, limits=limits))
+    claims, limits = _claims_of(args)
     opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
                       executor=args.executor, address=args.address, device=args.device,
                       chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
@@ -230,20 +300,116 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     try:
         device = device_for(opts)
         claim_problems(claims, opts, limits, device)
+        skipped = data_problems(claims, opts.scale)
+        for claim_id, why in skipped.items():
+            console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}")
+        claims = [c for c in claims if c.claim.id not in skipped]
+        if not claims:
+            return EXIT_OK
         path_problems(claims, opts)
         if args.dry_run:
             return _dry_run(claims, opts, device, limits, console)
         runs = run_claims(claims, opts, console)
+        suite = write_suite(opts.reports, [read_report(r.report_dir / "result.json")
+                                           for r in runs if r.report_dir is not None])
     except (ExecutionError, StoreError, PathProblem) as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}")
         return EXIT_RUN_FAILED
     except OSError as exc:
-        console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}: "
-                      f"{escape(str(exc.filename or ''))}")
-        return EXIT_RUN_FAILED
+        return _os_error(exc, console)
     for run in runs:
         _print_run(run, console)
+    _print_suite(suite, console)
     return EXIT_OK
+
+
+def _claims_of(args: argparse.Namespace) -> tuple[list[LoadedClaim], Limits]:
+    """`run`'s or `report`'s claims (folders expanded), loaded under the limits of the options,
+    with --data-dir in force for the workers and the data checks."""
+    from grokverify.spec import load_claim
+
+    limits = _limits(args)
+    _use_data_dir(args)
+    return _load_all(claim_files(args.claims), lambda path: load_claim(path, limits=limits)), limits
+
+
+def _os_error(exc: OSError, console: Console) -> int:
+    console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}: "
+                  f"{escape(str(exc.filename or ''))}")
+    return EXIT_RUN_FAILED
+
+
+def _print_suite(paths: list[Path], console: Console) -> None:
+    console.print(f"suite: {', '.join(map(str, paths))}", markup=False, highlight=False)
+
+
+def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    """Rebuild reports and the suite from the store; nothing is trained and no executor (Ray)
+    is started (`rebuild.rebuild_claims`)."""
+    from grokverify.execute import ExecutionError
+    from grokverify.outcome import RunOptions
+    from grokverify.preflight import claim_problems, data_problems
+    from grokverify.rebuild import rebuild_claims
+    from grokverify.report.index import write_suite
+    from grokverify.report.suite import SUITE_FILES, read_report
+
+    problem = _limit_problem(args) or (f"--seeds must be between 1 and {MAX_SEEDS} (got "
+                                       f"{args.seeds})" if args.seeds is not None and
+                                       not 1 <= args.seeds <= MAX_SEEDS else None)
+    if problem:
+        print(f"grokverify report: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    claims, limits = _claims_of(args)
+    opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
+                      executor="local", device=args.device, chunk_size=1)
+    claim_problems(claims, opts, limits, "cpu")
+    if not args.store.is_dir():
+        console.print(f"[red]error:[/red] no store at {escape(str(args.store))}")
+        return EXIT_RUN_FAILED
+    skipped = data_problems(claims, opts.scale)
+    for claim_id, why in skipped.items():
+        console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}; not rebuilt")
+    try:
+        done = rebuild_claims([c for c in claims if c.claim.id not in skipped], opts, console)
+        reports = [read_report(d.result_json) for d in done if d.result_json is not None]
+        suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES) if reports \
+            else []
+    except ExecutionError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return EXIT_RUN_FAILED
+    except OSError as exc:
+        return _os_error(exc, console)
+    for d in done:
+        if d.result_json is None:
+            console.print(f"[red]NOT REBUILT[/red] {escape(d.claim_id)}: no record in the store "
+                          f"for {escape(d.missing)} (scale {escape(opts.scale)}); report not "
+                          f"written")
+        else:
+            console.print(f"rebuilt {escape(d.claim_id)}: {d.verdict} ({d.seeds} seed records "
+                          f"from the store) -> {escape(str(d.result_json.parent / 'report.md'))}")
+    if suite:
+        _print_suite(suite, console)
+    rebuilt = sum(d.result_json is not None for d in done)
+    console.print(f"{rebuilt} of {len(claims)} claim(s) rebuilt from {escape(str(opts.store))}; "
+                  f"nothing trained")
+    return EXIT_OK if rebuilt == len(claims) else EXIT_RUN_FAILED
+
+
+def _cmd_diff(args: argparse.Namespace, console: Console) -> int:
+    """Exit 1 when a verdict changed (the nightly job's signal), 0 otherwise."""
+    from grokverify.report.diff import diff_suites, summary
+    from grokverify.report.suite import SuiteError, load_suite
+
+    try:
+        old, new = load_suite(args.old), load_suite(args.new)
+    except SuiteError as exc:
+        print(f"grokverify diff: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    lines = diff_suites(old, new)
+    for line in lines:
+        console.print(str(line), markup=False, highlight=False)
+    console.print(summary(lines), markup=False, highlight=False)
+    return EXIT_RUN_FAILED if any(line.kind == "CHANGED" for line in lines) else EXIT_OK
 
 
 def _load_all(paths: list[Path], load: Callable[[Path], LoadedClaim]) -> list[LoadedClaim]:
@@ -292,7 +458,7 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     limits = _limits(args)
     failed = False
-    for path in args.claims:
+    for path in claim_files(args.claims):
         try:
             loaded = load_claim(path, limits=limits)
         except SpecError as exc:
@@ -315,13 +481,18 @@ def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
 def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import resolve_device
     from grokverify.plan import plan_claim
+    from grokverify.preflight import data_problems
     from grokverify.spec import load_claim
     from grokverify.store import Store
 
+    _use_data_dir(args)
     loaded = load_claim(args.claim)
     if args.scale not in loaded.claim.scales:
         console.print(f"[red]error:[/red] no scale {args.scale!r}")
         return EXIT_BAD_INPUT
+    for claim_id, why in data_problems([loaded], args.scale).items():
+        console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}")
+        return EXIT_OK
     try:
         candidates = sorted({int(x) for x in args.candidates.split(",")})
     except ValueError:
@@ -375,7 +546,7 @@ def _cmd_store(args: argparse.Namespace, console: Console) -> int:
 
 
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
-             "store": _cmd_store, "plan": _cmd_plan}
+             "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff}
 
 
 class Terminated(BaseException):
@@ -398,6 +569,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args, console)
     except SpecError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except NoClaims as exc:  # "<folder>: ...", as a claim file's problems start with the file
         print(str(exc), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

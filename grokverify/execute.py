@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from grokverify.datasets import ENV_VAR as DATA_ENV_VAR
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.expand import Trial
 from grokverify.spec import ExperimentSpec
-from grokverify.store import code_version, environment, key_inputs
+from grokverify.store import code_version, key_inputs, process_part
 
 ProgressFn = Callable[[int, int], None]
 OnDone = Callable[[Trial, list[dict[str, Any]]], None]
@@ -50,7 +51,7 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
     """Train one chunk and return one store record per seed (runs in a worker or in-process).
 
     `expected` is the process part of the records' keys as the driver computed them
-    (`store.environment`: results version, torch release, device type, numerics); a worker
+    (`store.process_part`: results version, torch, device type, numerics, data files); a worker
     whose own differs (another torch, pinning turned off on one machine only, a CPU without
     AVX2) refuses before training rather than store records that do not hash to their keys."""
     import torch
@@ -62,13 +63,14 @@ def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: 
     device_type = torch.device(device).type
     if device_type == "cpu":
         numerics.pin()
-    got = environment(device_type)
+    got = process_part(exp, device_type)
     if got != expected:
         differ = ", ".join(f"{k}: {got.get(k)!r} here, {v!r} in the run's keys"
                            for k, v in expected.items() if got.get(k) != v)
         raise RuntimeError(
             f"this worker cannot write the run's records ({differ}); give the driver and every "
-            f"worker the same torch, grokverify and GROKVERIFY_NUMERICS (docs/store.md)")
+            f"worker the same torch, grokverify, GROKVERIFY_NUMERICS and data files "
+            f"(docs/store.md)")
     start = time.perf_counter()
     results = train_seeds(exp, seeds, device, progress)
     wall = time.perf_counter() - start
@@ -91,6 +93,10 @@ class Executor(Protocol):
 
     def describe(self) -> str: ...
 
+    def slots(self) -> int:
+        """Trials it runs side by side."""
+        ...
+
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None: ...
 
     def close(self) -> None: ...
@@ -105,6 +111,9 @@ class LocalExecutor:
 
     def describe(self) -> str:
         return f"this process ({self.threads} thread(s)), device {self.device}"
+
+    def slots(self) -> int:
+        return 1
 
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
         done = 0
@@ -176,7 +185,10 @@ class RayExecutor:
                              _temp_dir=self._tmp, log_to_driver=False, logging_level="ERROR")
                 else:
                     _check_reachable(address)
-                    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                    # a local Ray's workers inherit the data folder; a cluster's are told it
+                    data = {k: os.environ[k] for k in (DATA_ENV_VAR,) if os.environ.get(k)}
+                    ray.init(address=address, log_to_driver=False, logging_level="ERROR",
+                             runtime_env={"env_vars": data} if data else None)
             self._check_resources()
         except BaseException:
             self.close()
@@ -223,13 +235,13 @@ class RayExecutor:
                             f"failed on Ray: {exc}") from exc
                     on_done(trial, records)
                     done_steps += trial.seed_steps
-                on_progress(done_steps, min(len(pending), self._slots()))
+                on_progress(done_steps, min(len(pending), self.slots()))
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
 
-    def _slots(self) -> int:
+    def slots(self) -> int:
         cpus = self.ray.cluster_resources().get("CPU", 1.0)
         return max(1, int(cpus // self.cpus_per_task))
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from grokverify.spec import ExperimentSpec, LoadedClaim
-from grokverify.store import Store, environment, record_key
+from grokverify.store import Store, process_part, record_key
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Trial:
     experiment: ExperimentSpec
     seeds: tuple[int, ...]
     keys: tuple[str, ...]
-    environment: tuple[tuple[str, str], ...]  # the keys' process part (store.environment), as
+    environment: tuple[tuple[str, str], ...]  # the keys' process part (store.process_part), as
     # items: the worker must have the same
 
     @property
@@ -62,8 +62,8 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size
     share records, so a seed is scheduled once."""
     trials: list[Trial] = []
     scheduled: set[str] = set()
-    env = tuple(environment(device_type).items())
     for plan in plans:
+        env = tuple(process_part(plan.experiment, device_type).items())
         todo = [(s, k) for s, k in zip(plan.seeds, plan.keys, strict=True)
                 if k not in scheduled and not store.has(k)]
         scheduled.update(k for _, k in todo)
@@ -72,3 +72,21 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size
             trials.append(Trial(claim_id, plan.member, plan.arm, plan.experiment,
                                 tuple(s for s, _ in part), tuple(k for _, k in part), env))
     return trials
+
+
+def spread(trials: list[Trial], slots: int) -> list[Trial]:
+    """The trials cut so that `slots` workers all have one when the seeds allow: the largest
+    trial is halved while there are fewer trials than slots. A seed's record does not depend on
+    the chunk it trains in (docs/determinism.md), so this changes the wall time only: a
+    one-arm claim of 10 seeds trains on both cores of a 2-core machine, not on one."""
+    out = list(trials)
+    while len(out) < slots:
+        big = max(range(len(out)), key=lambda i: len(out[i].seeds), default=None)
+        if big is None or len(out[big].seeds) < 2:
+            break
+        t = out.pop(big)
+        half = (len(t.seeds) + 1) // 2
+        out[big:big] = [replace(t, seeds=t.seeds[:half], keys=t.keys[:half]),
+                        replace(t, seeds=t.seeds[half:], keys=t.keys[half:])]
+    return out
+

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from grokverify.budget import estimate
 from grokverify.execute import EXECUTORS, ExecutionError, Executor, resolve_device
-from grokverify.expand import Trial, pending_trials, plan_arms
+from grokverify.expand import Trial, pending_trials, plan_arms, spread
 from grokverify.family import combine
 from grokverify.outcome import ClaimRun, RunOptions
 from grokverify.report import write_report
@@ -27,7 +27,8 @@ from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.stats.trend import fit_trend
 from grokverify.store import Store
 
-__all__ = ["ClaimRun", "RunOptions", "analyse", "device_for", "run_claims", "seeding"]
+__all__ = ["ClaimRun", "MissingRecords", "RunOptions", "analyse", "device_for", "run_claims",
+           "seeding"]
 
 
 def device_for(opts: RunOptions) -> str:
@@ -67,6 +68,7 @@ class _Trainer:
         start = time.perf_counter()
         if self.executor is None:
             self.executor = _make_executor(self.opts, self.device)
+        trials = spread(trials, self.executor.slots())
         self.console.print(f"[dim]{len(trials)} trial(s), {n_seeds} seed(s) to train on "
                            f"{self.executor.describe()}[/dim]")
         with Progress(*columns, console=self.console, transient=False) as progress:
@@ -158,9 +160,26 @@ def _train_claimed(trials: list[Trial], trainer: _Trainer, store: Store,
     return walls, trained
 
 
-def _say_damaged(store: Store, runs: list[ClaimRun], console: Console) -> None:
+class MissingRecords(ExecutionError):
+    """Seeds without a sound record, met by a run that may not train (`grokverify report`)."""
+
+    def __init__(self, trials: list[Trial]):
+        self.trials = trials
+        super().__init__("; ".join(f"{arm} seeds {', '.join(map(str, seeds))}"
+                                   for arm, seeds in self.seeds_by_arm().items()))
+
+    def seeds_by_arm(self) -> dict[str, list[int]]:
+        """Arm label ("member/arm" in a family) -> its seeds that have no record."""
+        out: dict[str, list[int]] = {}
+        for trial in self.trials:
+            out.setdefault(trial.label, []).extend(trial.seeds)
+        return {arm: sorted(seeds) for arm, seeds in out.items()}
+
+
+def _say_damaged(store: Store, runs: list[ClaimRun], console: Console,
+                 then: str = "retraining it") -> None:
     """Name each damaged record that planning found: it reads as absent, so it is retrained
-    (overwritten), never reused."""
+    (overwritten), never reused (`then` says what happens to it)."""
     news = store.newly_damaged()
     if not news:
         return
@@ -168,7 +187,7 @@ def _say_damaged(store: Store, runs: list[ClaimRun], console: Console) -> None:
              for run in runs for p in run.plans for s, k in zip(p.seeds, p.keys, strict=True)}
     for key, why in news.items():
         console.print(f"damaged record {where.get(key, key)} ({store.path_for(key)}): {why}; "
-                      f"retraining it", style="yellow", markup=False, highlight=False)
+                      f"{then}", style="yellow", markup=False, highlight=False)
 
 
 def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
@@ -256,15 +275,21 @@ def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
                           f"more exactly). Use --address with a GPU cluster{quick}.")
 
 
-def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) -> list[ClaimRun]:
+def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
+               train: bool = True) -> list[ClaimRun]:
     """Fixed-seed claims run in one round; sequential ones add rounds until decided. Every
-    round trains what all still-open claims need together, on one executor."""
+    round trains what all still-open claims need together, on one executor. With `train`
+    False (`grokverify report`) nothing is trained, locked or written to the store and no
+    executor starts: the reports are rebuilt from stored records, and the first round that
+    lacks one raises MissingRecords. `opts.device` then names the device type the records were
+    trained on, and need not be here."""
     for loaded in claims:
         if opts.scale not in loaded.claim.scales:
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
                                  f"{sorted(loaded.claim.scales)}")
-    device = device_for(opts)
-    _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
+    device = device_for(opts) if train or opts.device == "auto" else opts.device
+    if train:
+        _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
     store = Store(opts.store)
     start = time.perf_counter()
     runs = [ClaimRun(loaded, opts.scale, [], seeding(loaded, opts.scale, opts.seeds))
@@ -279,7 +304,10 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console) ->
                 run.plans = plan_arms(run.loaded, opts.scale, device, look.n)
                 trials.extend(pending_trials(run.loaded.claim.id, run.plans, store,
                                              opts.chunk_size, device.split(":")[0]))
-            _say_damaged(store, open_runs, console)
+            _say_damaged(store, open_runs, console,
+                         "retraining it" if train else "it counts as missing")
+            if trials and not train:
+                raise MissingRecords(trials)
             if trials:
                 store.check_writable()
             walls, trained = _train_claimed(trials, trainer, store, console)

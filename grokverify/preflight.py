@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 from grokverify.atomic import probe_writable
 from grokverify.budget import Limits, check, estimate
+from grokverify.datasets import BadData, MissingData
+from grokverify.datasets import load as load_data
 from grokverify.expand import pending_trials, plan_arms
 from grokverify.outcome import RunOptions
 from grokverify.spec import LoadedClaim
 from grokverify.store import Store
-from grokverify.yamlio import Problem, SpecError, dotted
+from grokverify.yamlio import Path_, Problem, SpecError, dotted
 
 
 class PathProblem(OSError):
@@ -51,6 +53,38 @@ def claim_problems(claims: list[LoadedClaim], opts: RunOptions, limits: Limits,
         problems += check(loaded, limits, chunk_size=chunk, scales=[opts.scale], shards=shards)
     if problems:
         raise SpecError(problems)
+
+
+def data_problems(claims: list[LoadedClaim], scale: str) -> dict[str, str]:
+    """Claims whose data files are missing: claim id -> why (the run skips them and says so).
+    Files that are there but are not the dataset, or hold fewer images than an arm draws, are
+    raised as one SpecError (exit 2) naming the field."""
+    skipped: dict[str, str] = {}
+    problems: list[Problem] = []
+    for loaded in claims:
+        short: list[tuple[str, str, str, Path_, str]] = []
+        for _, member, arm, exp in loaded.experiments(scales=[scale]):
+            name = exp.task.data_name()
+            if name is None or loaded.claim.id in skipped:
+                continue
+            try:
+                data = load_data(name)
+            except MissingData as exc:
+                skipped[loaded.claim.id] = str(exc)
+                continue
+            except BadData as exc:
+                problems.append(Problem(str(loaded.path), None, "task.dataset", str(exc)))
+                break
+            for field, n, part in (("n_train", exp.task.n_train, "train"),
+                                   ("n_val", exp.task.n_val, "test")):
+                if n is not None and n > data.rows(part):
+                    short.append((scale, member, arm, ("task", field),
+                                  f"{n} images, and the {part} file in {data.folder} holds "
+                                  f"{data.rows(part)}"))
+        problems += loaded.unit_problems(short)
+    if problems:
+        raise SpecError(problems)
+    return skipped
 
 
 def _shards(opts: RunOptions, device: str) -> int:

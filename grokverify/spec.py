@@ -19,18 +19,32 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from grokverify.budget import DEFAULT_LIMITS, Limits, check
 from grokverify.catalog.criteria import CRITERION_SPECS
 from grokverify.catalog.interventions import EVAL_CURVES, INTERVENTION_SPECS, InterventionSpec
-from grokverify.catalog.limits import MAX_BATCH, MAX_FACTOR, MAX_P, MAX_SEEDS, MAX_SKEW, MAX_STEPS
+from grokverify.catalog.limits import (
+    MAX_BATCH,
+    MAX_FACTOR,
+    MAX_IMAGES,
+    MAX_P,
+    MAX_SEEDS,
+    MAX_SKEW,
+    MAX_STEPS,
+)
 from grokverify.catalog.metrics import KIND_WORDS, METRIC_SPECS, names_of_kind
 from grokverify.catalog.metrics import MetricSpec as _Metric
 from grokverify.catalog.models import MODEL_SPECS, ROLE_WORDS
 from grokverify.catalog.optimizers import ONLY_FOR, OPTIMIZER_NAMES
 from grokverify.catalog.probes import PROBE_SPECS, ProbeSpec
-from grokverify.catalog.tasks import OP_NAMES, SPLIT_NAMES, split_sizes
+from grokverify.catalog.tasks import (
+    IMAGE_DATASETS,
+    OP_NAMES,
+    SPLIT_NAMES,
+    class_count,
+    split_sizes,
+)
 from grokverify.grid import GridSpec, Setting
 from grokverify.specbase import Float, Id, Int, Name, RngSeed, StrictModel, kind_of
 from grokverify.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
@@ -84,6 +98,103 @@ class TaskSpec(StrictModel):
             raise ValueError(f"this split leaves {n_train} training and {n_val} validation "
                              f"pairs of {n}; both need at least one (change train_frac/test_frac)")
         return self
+
+    # What the rest of the library asks of any task kind (`ImageTaskSpec` answers the same).
+    inputs: ClassVar[str] = "pairs"  # what a model kind must read (`ModelSpec.inputs`)
+    size_field: ClassVar[str] = "p"  # the setting that sets the split's size
+
+    def sizes(self) -> tuple[int, int, int]:
+        """(rows, training rows, validation rows), the same for every seed."""
+        return split_sizes(self)
+
+    def classes(self) -> int:
+        return class_count(self)
+
+    def input_size(self) -> int:
+        """What a model's input layer is sized by: the operand values."""
+        return self.p
+
+    def data_name(self) -> str | None:
+        """The dataset whose files a run needs (`grokverify.datasets`); None: built from the
+        spec alone."""
+        return None
+
+    def table_bytes(self, n_seeds: int) -> int:
+        """Memory of data every seed shares (beside each seed's own rows)."""
+        return 0
+
+    def describe(self) -> str:
+        return f"p {self.p}, train_frac {self.train_frac:g}"
+
+
+class ImageTaskSpec(StrictModel):
+    """Classification of a dataset's images (paper 2's MNIST, §4.3): each seed trains on its own
+    `n_train` images drawn from the standard training file and is validated on `n_val` images
+    drawn from the test file (all of them by default), both from the seed's split stream."""
+
+    dataset: str = Field(description="an image dataset read from the user's IDX files: mnist")
+    n_train: Int = Field(ge=1, le=MAX_IMAGES,
+                         description="training images, drawn per seed from the training file "
+                                     "(paper 2: 1,000)")
+    n_val: Int | None = Field(None, ge=1, le=MAX_IMAGES,
+                              description="validation images, drawn per seed from the test "
+                                          "file; null: every test image")
+    split_seed: RngSeed | None = Field(None,
+                                       description="fix the draw for every seed; null: per seed")
+
+    inputs: ClassVar[str] = "images"
+    size_field: ClassVar[str] = "n_train"
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_dataset(cls, v: str) -> str:
+        return _known(v, tuple(IMAGE_DATASETS), "image dataset")
+
+    @model_validator(mode="after")
+    def _fits_files(self) -> ImageTaskSpec:
+        info = IMAGE_DATASETS[self.dataset]
+        if self.n_train > info.train_rows:
+            raise ValueError(f"n_train {self.n_train} exceeds the {info.train_rows} images of "
+                             f"{self.dataset}'s training file")
+        if self.n_val is not None and self.n_val > info.test_rows:
+            raise ValueError(f"n_val {self.n_val} exceeds the {info.test_rows} images of "
+                             f"{self.dataset}'s test file")
+        return self
+
+    def sizes(self) -> tuple[int, int, int]:
+        n_val = self.n_val or IMAGE_DATASETS[self.dataset].test_rows
+        return self.n_train + n_val, self.n_train, n_val
+
+    def classes(self) -> int:
+        return IMAGE_DATASETS[self.dataset].classes
+
+    def input_size(self) -> int:
+        """The pixels of one image."""
+        return IMAGE_DATASETS[self.dataset].features
+
+    def data_name(self) -> str | None:
+        return self.dataset
+
+    def table_bytes(self, n_seeds: int) -> int:
+        """The images the seeds use, as float32, held once for all of them."""
+        n, n_train, n_val = self.sizes()
+        return 4 * self.input_size() * min(n_seeds * n_train + n_val, n * n_seeds)
+
+    def describe(self) -> str:
+        return f"{self.dataset}, n_train {self.n_train}"
+
+
+def _task_kind(value: Any) -> str:
+    """The task kind a mapping describes: an image task names its `dataset`."""
+    if isinstance(value, ImageTaskSpec) or (isinstance(value, dict) and "dataset" in value):
+        return "ImageTaskSpec"
+    return "TaskSpec"
+
+
+AnyTask = Annotated[
+    Annotated[TaskSpec, Tag("TaskSpec")] | Annotated[ImageTaskSpec, Tag("ImageTaskSpec")],
+    Discriminator(_task_kind),
+]
 
 
 class OptimizerSpec(StrictModel):
@@ -178,7 +289,7 @@ class ExperimentSpec(StrictModel):
     """Everything that determines one seed's training run and what is recorded of it (hashed
     into its store key)."""
 
-    task: TaskSpec
+    task: AnyTask
     model: ModelSpec
     optimizer: OptimizerSpec
     training: TrainingSpec
@@ -195,6 +306,22 @@ class ExperimentSpec(StrictModel):
                 or opt.emb_weight_decay is not None):
             raise ValueError(f"model {self.model.kind!r} has no embedding group: "
                              "emb_lr_mult/emb_lr/emb_weight_decay do not apply")
+        return self
+
+    @model_validator(mode="after")
+    def _inputs_match(self) -> ExperimentSpec:
+        """A model reads operand pairs or images; so does each probe and intervention."""
+        gives = self.task.inputs
+        words = {"pairs": "operand pairs", "images": "images"}
+        if type(self.model).inputs != gives:
+            raise ValueError(f"model {self.model.kind!r} reads {words[type(self.model).inputs]}, "
+                             f"and this task gives {words[gives]}")
+        declared: list[ProbeSpec | InterventionSpec] = [*self.probes, *self.interventions]
+        for item in declared:
+            if gives not in type(item).inputs:
+                raise ValueError(f"{item.name} measures or changes training on "  # type: ignore[attr-defined]
+                                 f"{' or '.join(words[i] for i in type(item).inputs)} only, and "
+                                 f"this task gives {words[gives]}")
         return self
 
     @model_validator(mode="after")
@@ -626,10 +753,11 @@ def _batch_problems(loaded: LoadedClaim) -> list[Problem]:
     every scale × member × arm (p and train_frac may differ between them)."""
     return loaded.unit_problems(
         (scale, member, arm, ("training", "batch_size"),
-         f"batch_size {exp.training.batch_size} exceeds the {n_train} training pairs of this "
-         f"split (p {exp.task.p}, train_frac {exp.task.train_frac:g}); use null for full batch")
+         f"batch_size {exp.training.batch_size} exceeds the {n_train} training "
+         f"{'pairs' if exp.task.inputs == 'pairs' else 'rows'} of this split "
+         f"({exp.task.describe()}); use null for full batch")
         for scale, member, arm, exp in loaded.experiments()
-        if (exp.training.batch_size or 0) > (n_train := split_sizes(exp.task)[1]))
+        if (exp.training.batch_size or 0) > (n_train := exp.task.sizes()[1]))
 
 
 # ---------------------------------------------------------------- metric checks

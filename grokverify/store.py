@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.atomic import probe_writable, write_atomic
+from grokverify.datasets import load as load_data
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.spec import ExperimentSpec
@@ -73,9 +74,17 @@ def environment(device_type: str) -> dict[str, str]:
             "device": device_type, "numerics": numerics.tag(device_type)}
 
 
+def process_part(exp: ExperimentSpec, device_type: str) -> dict[str, str]:
+    """`environment`, and for a task read from files the digest of what was read
+    (`grokverify.datasets`): records made from two copies of a dataset never share a key."""
+    name = exp.task.data_name()
+    data = {"data": load_data(name).digest} if name is not None else {}
+    return {**environment(device_type), **data}
+
+
 def key_inputs(exp: ExperimentSpec, seed: int, device_type: str) -> dict[str, Any]:
     """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash)."""
-    return {"experiment": exp.canonical(), "seed": int(seed), **environment(device_type)}
+    return {"experiment": exp.canonical(), "seed": int(seed), **process_part(exp, device_type)}
 
 
 def hash_key(inputs: dict[str, Any]) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from grokverify.catalog.tasks import split_sizes  # one count, shared with the schema's checks
 from grokverify.rng import numpy_rng
-from grokverify.spec import TaskSpec
+from grokverify.spec import ImageTaskSpec, TaskSpec
 
 OpFn = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
@@ -148,3 +148,20 @@ def build_dataset(task: TaskSpec, seed: int) -> Dataset:
         val_mask[test_idx] = True
     return Dataset(a=a, b=b, y=y, n_classes=n_classes, vocab=task.p + 2,
                    train_idx=train_idx, val_idx=np.flatnonzero(val_mask))
+
+
+def image_split(task: ImageTaskSpec, seed: int, train_rows: int,
+                test_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """One seed's training rows of the training file and validation rows of the test file
+    (sorted), from its split stream: the same for two arms with the same task and seed, and
+    for any other seeds beside it."""
+    if task.n_train > train_rows or (task.n_val or 0) > test_rows:
+        raise ValueError(f"{task.dataset}: the task draws {task.n_train} training and "
+                         f"{task.n_val or test_rows} validation images; the files hold "
+                         f"{train_rows} and {test_rows}")
+    split_seed = seed if task.split_seed is None else task.split_seed
+    rng = numpy_rng(split_seed, "split", task.canonical())
+    train = np.sort(rng.choice(train_rows, task.n_train, replace=False))
+    val = np.arange(test_rows) if task.n_val is None else np.sort(
+        rng.choice(test_rows, task.n_val, replace=False))
+    return train.astype(np.int64), val.astype(np.int64)

@@ -31,3 +31,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def write_tiny_images(folder: Path, n_train: int = 120, n_test: int = 60, seed: int = 0,
+                      compress: bool = False) -> Path:
+    """A made-up dataset in MNIST's four IDX files (28 × 28 bytes, 10 classes): each class a
+    fixed random template plus noise, so a small MLP learns it in a few steps. A test fixture,
+    never data a claim is judged on."""
+    import numpy as np
+
+    from grokverify.catalog.tasks import IMAGE_DATASETS
+    from grokverify.idx import write_idx
+
+    rng = np.random.default_rng(seed)
+    templates = rng.integers(0, 256, (10, 28, 28))
+    folder.mkdir(parents=True, exist_ok=True)
+    files = IMAGE_DATASETS["mnist"].files
+    for part, n in (("train", n_train), ("test", n_test)):
+        labels = (np.arange(n) % 10).astype(np.uint8)
+        noise = rng.integers(-60, 61, (n, 28, 28))
+        images = np.clip(templates[labels] + noise, 0, 255).astype(np.uint8)
+        suffix = ".gz" if compress else ""
+        write_idx(folder / (files[part][0] + suffix), images, compress=compress)
+        write_idx(folder / (files[part][1] + suffix), labels, compress=compress)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_images(tmp_path_factory.mktemp("data") / "mnist")

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import torch
 
+from grokverify.datasets import load
 from grokverify.engine.data import Batches
 from grokverify.engine.models import MODELS, DataShape, Model, example_losses_of, mean_loss_of
 from grokverify.engine.optimizers import OPTIMIZERS, param_groups
 from grokverify.spec import ExperimentSpec
-from grokverify.tasks import build_dataset
+from grokverify.tasks import build_dataset, image_split
 
 
 @dataclass
@@ -40,8 +43,7 @@ class PlainTrainer:
     def __init__(self, exp: ExperimentSpec, seed: int, device: str | torch.device = "cpu",
                  dtype: torch.dtype = torch.float32, frozen_embedding: bool = False):
         self.exp, self.seed, self.device = exp, seed, torch.device(device)
-        data = build_dataset(exp.task, seed)
-        shape = DataShape(p=exp.task.p, vocab=data.vocab, n_classes=data.n_classes)
+        shape, (train_set, val_set) = _plain_data(exp.task, seed, self.device, dtype)
         model = MODELS[exp.model.kind].for_seed(exp.model, shape, seed)
         self.model: Model = model.to(device=self.device, dtype=dtype)
         emb = [self.model.get_parameter(n) for n in self.model.embedding]
@@ -51,15 +53,11 @@ class PlainTrainer:
         groups = {"embedding": emb, "decoder": rest} if emb else {"decoder": rest}
         self.optimizer = OPTIMIZERS[exp.optimizer.name](
             param_groups(exp.optimizer, groups), exp.optimizer, {})
-        a, b, y = (torch.as_tensor(v, device=self.device) for v in (data.a, data.b, data.y))
-        train = torch.as_tensor(data.train_idx, device=self.device)
-        val = torch.as_tensor(data.val_idx, device=self.device)
-        self.train_set = a[train], b[train], y[train]
-        self.val_set = a[val], b[val], y[val]
-        tr = exp.training
-        full_batch = tr.batch_size is None or tr.batch_size >= len(train)
+        self.train_set, self.val_set = train_set, val_set
+        tr, n_train = exp.training, len(train_set[2])
+        full_batch = tr.batch_size is None or tr.batch_size >= n_train
         self.batches = None if full_batch else Batches(
-            [seed], len(train), int(tr.batch_size), exp.task.canonical(), self.device)
+            [seed], n_train, int(tr.batch_size), exp.task.canonical(), self.device)
         self.step = 0
         self.record_ = PlainRecord(seed)
 
@@ -96,6 +94,34 @@ class PlainTrainer:
         if rec.val_step is None and val_acc >= tr.val_threshold:
             rec.val_step = self.step
         return tr.early_stop and rec.train_step is not None and rec.val_step is not None
+
+
+Rows = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _plain_data(task: Any, seed: int, device: torch.device,
+                dtype: torch.dtype) -> tuple[DataShape, tuple[Rows, Rows]]:
+    """One seed's training and validation rows, built apart from the engine's `SeedData`: an
+    image task gets its own table (this seed's training images, then its validation images),
+    not the engine's table shared by a batch of seeds."""
+    if task.inputs == "images":
+        data = load(task.dataset)
+        train, val = image_split(task, seed, data.rows("train"), data.rows("test"))
+        x = np.concatenate([data.parts["train"][0][train], data.parts["test"][0][val]])
+        labels = np.concatenate([data.parts["train"][1][train], data.parts["test"][1][val]])
+        table = torch.as_tensor(x / 255.0, device=device, dtype=torch.float32)
+        shape = DataShape(p=x.shape[1], vocab=x.shape[1], n_classes=task.classes(), table=table)
+        rows = torch.arange(len(labels), device=device)
+        y = torch.as_tensor(labels.astype(np.int64), device=device)
+        n = len(train)
+        return shape, ((rows[:n], torch.zeros_like(rows[:n]), y[:n]),
+                       (rows[n:], torch.zeros_like(rows[n:]), y[n:]))
+    data_ = build_dataset(task, seed)
+    shape = DataShape(p=task.p, vocab=data_.vocab, n_classes=data_.n_classes)
+    a, b, y = (torch.as_tensor(v, device=device) for v in (data_.a, data_.b, data_.y))
+    train_i = torch.as_tensor(data_.train_idx, device=device)
+    val_i = torch.as_tensor(data_.val_idx, device=device)
+    return shape, ((a[train_i], b[train_i], y[train_i]), (a[val_i], b[val_i], y[val_i]))
 
 
 def train_plain(exp: ExperimentSpec, seed: int, dtype: torch.dtype = torch.float32,

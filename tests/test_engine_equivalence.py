@@ -11,12 +11,15 @@ same split, initial weights and minibatch order.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from reference import train_plain
 
 from grokverify.catalog.models import EmbedMLPSpec, ModelSpec, ToySumSpec
+from grokverify.datasets import ENV_VAR
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.fast import fast_path_for
 from grokverify.engine.loop import SeedTrainer, train_seeds
@@ -54,8 +57,19 @@ CASES = {
                                  {"kind": "toy_matrix", "hidden": 32, "output": "regression"},
                                  {"name": "adamw", "lr": 1e-2, "emb_lr_mult": 10},
                                  {**FULL_BATCH, "train_threshold": 0.3}),
+    # images (a made-up dataset in MNIST's files: tests/conftest.py), the MLP at α = 2
+    "image_mlp-regression-adamw": ({"dataset": "mnist", "n_train": 48, "n_val": 30},
+                                   {"kind": "image_mlp", "depth": 3, "width": 16,
+                                    "init_scale": 2.0},
+                                   {"name": "adamw", "lr": 3e-3, "weight_decay": 0.1},
+                                   {**MINIBATCH, "train_threshold": 0.5}),
 }
 SEEDS = [0, 1, 2]
+
+
+@pytest.fixture(autouse=True)
+def _image_data(tiny_images: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, str(tiny_images))
 
 
 def _exp(case: str) -> ExperimentSpec:

@@ -191,8 +191,8 @@ def test_mutants_load_and_dry_run_or_are_refused(batch: int, tmp_path: Path) -> 
         if rc == 2:
             problems = [ln for ln in err.splitlines() if ln.strip()]
             assert problems and all(ln.startswith(f"{path}") for ln in problems), context
-        else:
-            assert "dry run: nothing trained" in out, context
+        else:  # planned, or an image claim skipped for want of its files (none here)
+            assert "dry run: nothing trained" in out or out.startswith("SKIPPED "), context
         outcomes[rc] += 1
     # the fuzzer must exercise both outcomes, or it tests less than it seems to
     assert outcomes[0] >= 10 and outcomes[2] >= 50, outcomes

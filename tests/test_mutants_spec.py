@@ -148,8 +148,8 @@ WRONG_VALUES = [
      "unknown operation 'addd' (did you mean 'add'?); known: add, div, mul, s3, sq_sum, sub"),
     # an unknown tag with no close match: no "did you mean", the known ones listed
     ("    kind: embed_mlp", "    kind: zzz", "kind: zzz", "base.model.kind",
-     "unknown model kind 'zzz'; known: 'embed_mlp', 'scalar_mlp', 'toy_matrix', 'toy_sum', "
-     "'transformer'"),
+     "unknown model kind 'zzz'; known: 'embed_mlp', 'image_mlp', 'scalar_mlp', 'toy_matrix', "
+     "'toy_sum', 'transformer'"),
 ]
 
 

@@ -279,3 +279,19 @@ def test_value_metric_claim_reports_its_values_not_survival(tmp_path: Path,
     report = (out / "report.md").read_text()
     assert "curve_mean(curve=val_loss, start=100, end=300)" in report
     assert "values.png" in report and "KM median" not in report
+
+
+def test_trials_are_cut_so_every_slot_has_one_when_the_seeds_allow(tiny_claim: Path) -> None:
+    """`spread` halves the largest trial while there are fewer trials than slots; every seed
+    stays in exactly one trial, with its own key."""
+    from grokverify.expand import Trial, spread
+
+    exp = next(iter(load_claim(tiny_claim).resolved["quick"].values()))
+    one = Trial("c", "", "a", exp, tuple(range(10)), tuple(f"k{i}" for i in range(10)), ())
+    two = Trial("c", "", "b", exp, (3,), ("j3",), ())
+    for slots, sizes in ((1, [10, 1]), (2, [10, 1]), (3, [5, 5, 1]), (4, [5, 3, 2, 1]),
+                         (64, [1] * 11)):
+        got = spread([one, two], slots)
+        assert sorted((len(t.seeds) for t in got), reverse=True) == sizes, slots
+        pairs = sorted((s, k) for t in got for s, k in zip(t.seeds, t.keys, strict=True))
+        assert pairs == sorted([*zip(one.seeds, one.keys, strict=True), (3, "j3")]), slots

@@ -6,7 +6,7 @@ estimate, CI, p-value and verdict. A change to the training code or the statisti
 of them fails here; if the change is meant to, regenerate the references (reports/README.md).
 Slow (the four quick claims, ~5 min on 2 cores): run with `pytest --slow`. Skipped where the
 torch release or the engine's results version differs from the references', or with pinning
-off.
+off; an image claim's, unless GROKVERIFY_DATA_DIR holds the files its reference was made from.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from grokverify.datasets import ENV_VAR, BadData, MissingData
+from grokverify.datasets import load as load_data
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.outcome import RunOptions
@@ -53,6 +55,14 @@ def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
         pytest.skip(f"references made with results version {made[0]}, torch {made[1]}; here "
                     f"{RESULTS_VERSION}, torch {torch_version()}, numerics "
                     f"{'native' if numerics.native() else 'pinned'}")
+    for data in ref.get("data", []):  # an image claim: only from the files it was made from
+        try:
+            digest = load_data(data["dataset"]).digest
+        except (MissingData, BadData) as exc:
+            pytest.skip(f"{claim_id} reads {data['dataset']}'s files: {exc}")
+        if digest != data["digest"]:
+            pytest.skip(f"{claim_id}'s reference was made from {data['dataset']} files with "
+                        f"digest {data['digest']}; {ENV_VAR} holds {digest}")
     opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
                       device="cpu", cpus_per_task=min(2, os.cpu_count() or 1))
     run_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))

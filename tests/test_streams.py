@@ -17,7 +17,7 @@ from grokverify.spec import ExperimentSpec
 from grokverify.tasks import build_dataset
 
 CTX = "task-context"
-STREAMS = ("split", "init", "order", "targets")
+STREAMS = ("split", "init", "order", "targets", "dropout")
 
 
 def by_definition(seed: int, stream: str, context: str) -> int:

@@ -37,6 +37,7 @@ class Condition(StrictModel):
 
 class InterventionSpec(StrictModel):
     roles: ClassVar[tuple[str, ...]] = ()
+    inputs: ClassVar[tuple[str, ...]] = ("pairs",)  # the task inputs it can change training on
 
     def roles_needed(self) -> tuple[str, ...]:
         return self.roles

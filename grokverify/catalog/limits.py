@@ -13,6 +13,8 @@ needs are checked separately, against `grokverify.budget.Limits`.
 | MAX_WIDTH        | 65,536  | model widths: d, hidden, emb_dim, target_dim                      |
 | MAX_STEPS        | 10⁷     | training.steps, eval_interval, probe every, intervention from_step, |
 |                  |         | metric steps (curve_at step, window start/end)                    |
+| MAX_IMAGES       | 10⁷     | task.n_train, task.n_val of an image task (then at most the files' |
+|                  |         | rows: 60,000 and 10,000 for MNIST)                                |
 | MAX_BATCH        | 2²⁰     | training.batch_size (also at most the split's training pairs),    |
 |                  |         | probe hessian_max batch                                           |
 | MAX_ITERATIONS   | 1,000   | probe hessian_max iterations (power-iteration steps)              |
@@ -21,7 +23,7 @@ needs are checked separately, against `grokverify.budget.Limits`.
 | MAX_N_BOOT       | 100,000 | criterion n_boot                                                  |
 | MAX_RNG_SEED     | 2³² − 1 | criterion bootstrap_seed, task.split_seed (both >= 0)             |
 | MAX_FACTOR       | 10⁶     | multipliers and scales: emb_lr_mult, rescale factor and sigma_max,|
-|                  |         | emb_init_std, init_scale                                          |
+|                  |         | emb_init_std, init_scale, decoder_init_scale                      |
 | MAX_SKEW         | 100     | task.skew                                                         |
 | ID_MAX           | 64      | claim id: lowercase letters, digits, '_', '-'                     |
 | NAME_MAX         | 48      | arm, scale and family member names: letters, digits, '_', '.', '-'|
@@ -38,6 +40,7 @@ MAX_P = 10_000
 MAX_WIDTH = 65_536
 MAX_STEPS = 10_000_000
 MAX_BATCH = 1 << 20
+MAX_IMAGES = 10_000_000
 MAX_ITERATIONS = 1000
 MAX_SEEDS = 1_000
 MIN_N_BOOT = 100

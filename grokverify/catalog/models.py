@@ -41,6 +41,7 @@ class ModelSpec(StrictModel):
     as wide as the widest setting."""
 
     roles: ClassVar[tuple[str, ...]] = ()
+    inputs: ClassVar[str] = "pairs"  # what it reads: operand pairs, or images (a task's `inputs`)
 
     @classmethod
     def has_embedding(cls) -> bool:
@@ -128,6 +129,14 @@ class _ToyDecoderSpec(ModelSpec):
     output: Literal["classification", "regression"] = "classification"
     target_dim: Int = Field(30, ge=1, le=MAX_WIDTH,
                             description="regression: dimension of the random targets")
+    decoder_init_scale: Float = Field(
+        1.0, gt=0, le=MAX_FACTOR, description=(
+            "every decoder weight and bias multiplied by this after its usual draw (the "
+            "official code's init_scale_nn; paper 2's App. G, Fig. 14)"))
+
+    # Added after toy records were keyed: left out of the canonical JSON at its default, so
+    # every stored toy experiment keeps its key (docs/store.md, "Adding a setting").
+    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"decoder_init_scale"})
 
     def input_width(self) -> int:
         raise NotImplementedError
@@ -183,10 +192,18 @@ class TransformerSpec(ModelSpec):
     position. Each block is post-LayerNorm (openai/grok's, whose code the official
     grokking-squared repository copied): x = LN(x + MHA(x)), x = LN(x + MLP(x)), causal
     self-attention, ReLU MLP, linear layers without biases; positions are added as fixed
-    sinusoidal encodings. No dropout: a dropout mask under the engine's vmap would need a
-    per-seed stream the forward pass does not have, so it is left out (paper 2's Fig. 7 dropout
-    arm is not encodable)."""
+    sinusoidal encodings.
 
+    Dropout (`dropout`, p; default 0, none) sits where openai/grok puts it: on each block's MLP
+    output before its residual add, x = LN(x + Dropout(MLP(x))), and nowhere else (not on the
+    embeddings, the attention weights or the attention output; grok's attention dropout is
+    commented out). Training steps only: evaluation and probes run without it. Its masks are
+    drawn per seed and step from the seed's own "dropout" stream, never under vmap's
+    randomness, so a seed trains the same alone or in any batch (docs/determinism.md). A later
+    field (docs/store.md): at 0 it stays out of the canonical JSON, so every experiment keyed
+    before it existed keeps its key and its record."""
+
+    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"dropout"})
     roles: ClassVar[tuple[str, ...]] = ("E",)
     kind: Literal["transformer"]
     d: Int = Field(256, ge=1, le=MAX_WIDTH,
@@ -202,6 +219,9 @@ class TransformerSpec(ModelSpec):
     emb_init_std: Float = Field(1.0, gt=0, le=MAX_FACTOR,
                                 description="std of the N(0, std²) token embedding init "
                                             "(1: nn.Embedding's default)")
+    dropout: Float = Field(0.0, ge=0, lt=1,
+                           description="dropout rate p on each block's MLP output, training "
+                                       "only (0: none; paper 2's Fig. 7 uses a 'large' rate)")
 
     @model_validator(mode="after")
     def _heads_divide_d(self) -> TransformerSpec:
@@ -225,12 +245,53 @@ class TransformerSpec(ModelSpec):
         MLP's hidden layer and its ReLU (2·mlp), and each head's scores and weights; then the
         logits and their log-softmax; and a gradient of each. An evaluation (no graph) holds at
         its peak about one block's working set: the input, q, k, v (4d a position), the MLP's
-        hidden layer and ReLU, the scores, and the logits."""
+        hidden layer and ReLU, the scores, and the logits. With dropout, training also holds
+        each block's mask and masked MLP output (2 · 2d a block)."""
         d, m, h = self.d, self.mlp, self.heads
         if backward:
-            kept = 2 * d + self.layers * (2 * (9 * d + 2 * m) + 8 * h) + 2 * n_classes
+            masks = 4 * d if self.dropout > 0 else 0
+            kept = 2 * d + self.layers * (2 * (9 * d + 2 * m) + 8 * h + masks) + 2 * n_classes
             return rows * (2 * kept + ROW_FLOATS)
         return rows * (2 * (4 * d + 2 * m) + 8 * h + 2 * n_classes + ROW_FLOATS)
+
+
+class ImageMLPSpec(ModelSpec):
+    """Paper 2's MNIST network (§4.3, App. J; Omnigrok's): a ReLU MLP on the flattened image,
+    `depth` linear layers `width` wide, initialised as nn.Linear does (Kaiming-uniform,
+    U(±1/√fan_in) for weights and biases) and then every weight and bias multiplied by
+    `init_scale` (paper 2's Fig. 8a: 9.0). Regression (the paper's): mean squared error to the
+    one-hot target, prediction = the nearest one-hot target (= the largest output)."""
+
+    roles: ClassVar[tuple[str, ...]] = ("W",)
+    inputs: ClassVar[str] = "images"
+    kind: Literal["image_mlp"]
+    depth: Int = Field(3, ge=1, le=MAX_LAYERS, description="linear layers (paper 2: 3)")
+    width: Int = Field(200, ge=1, le=MAX_WIDTH, description="hidden width (paper 2: 200)")
+    init_scale: Float = Field(1.0, gt=0, le=MAX_FACTOR,
+                              description="every initial weight and bias times this (α)")
+    output: Literal["classification", "regression"] = Field(
+        "regression", description="regression: MSE to one-hot targets (paper 2); "
+                                  "classification: cross-entropy")
+
+    def widths(self) -> dict[str, int]:
+        return {"width": self.width}
+
+    def size(self, p: int, n_classes: int) -> ModelSize:
+        """p is the image's pixels: the first layer p → width, depth − 2 hidden layers, the
+        last width → classes (one layer: p → classes); the one-hot targets (a buffer)."""
+        w, c = self.width, n_classes
+        macs = p * c if self.depth == 1 else p * w + (self.depth - 2) * w * w + w * c
+        biases = (self.depth - 1) * w + c
+        targets = c * c if self.output == "regression" else 0
+        return ModelSize(macs + biases + targets, macs, "width")
+
+    def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
+        """The gathered image, each hidden layer's output and its ReLU, the output and its
+        loss's working copy (and when training a gradient of each); an evaluation's distance to
+        every target."""
+        forward = p + 2 * (self.depth - 1) * self.width + 2 * n_classes
+        nearest = n_classes if self.output == "regression" and not backward else 0
+        return rows * ((2 if backward else 1) * forward + nearest + ROW_FLOATS)
 
 
 MODEL_SPECS: dict[str, type[ModelSpec]] = {
@@ -239,4 +300,5 @@ MODEL_SPECS: dict[str, type[ModelSpec]] = {
     "toy_sum": ToySumSpec,
     "toy_matrix": ToyMatrixSpec,
     "transformer": TransformerSpec,
+    "image_mlp": ImageMLPSpec,
 }

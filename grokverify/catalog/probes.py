@@ -47,6 +47,9 @@ class ProbeSpec(StrictModel):
     # from that state; update: the change the step's update (optimizer step and interventions)
     # makes to the parameters from that state
     reads: ClassVar[Reads] = "params"
+    # the task inputs it can measure: operand pairs (every probe) or images too (those that
+    # read only a role's parameters)
+    inputs: ClassVar[tuple[str, ...]] = ("pairs",)
     every: Int = Field(ge=1, le=MAX_STEPS,
                        description="measured at steps 0, every, 2 every, ... (the budget too "
                                    "when it is a multiple)")
@@ -65,6 +68,7 @@ class ProbeSpec(StrictModel):
 class SigmaMaxSpec(ProbeSpec):
     """The largest singular value of each named matrix (paper 1's σmax(E), σmax(W))."""
 
+    inputs: ClassVar[tuple[str, ...]] = ("pairs", "images")
     name: Literal["sigma_max"]
     of: Roles = Field(default_factory=lambda: ["E", "W"], min_length=1,
                            description="roles: E (embedding), W (first weight matrix)")
@@ -106,6 +110,7 @@ class RankSpec(ProbeSpec):
     rank, yet a direction a thousand times weaker than the leading one still counts while weight
     decay shrinks it."""
 
+    inputs: ClassVar[tuple[str, ...]] = ("pairs", "images")
     name: Literal["rank"]
     of: RankOfs = Field(default_factory=lambda: ["E", "W", "EW"], min_length=1,
                         description="matrices: E (embedding), W (first weight matrix), "

@@ -5,6 +5,7 @@ they load."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 # operation -> how many raw results its ordered pairs of 0..p-1 span (max - min + 1): the
@@ -54,3 +55,28 @@ def split_sizes(task: _Task) -> tuple[int, int, int]:
     # Rounding both fractions can overshoot N by one (p=5, 0.7 + 0.3): cap at what is left.
     n_train = min(int(round(task.train_frac * n)), n - n_test)
     return n, n_train, n_test if task.test_frac is not None else n - n_train
+
+
+# ---------------------------------------------------------------- image datasets
+
+
+@dataclass(frozen=True)
+class ImageDataset:
+    """A dataset of images read from the user's own copy of its standard IDX files
+    (`grokverify.datasets`): nothing is downloaded and nothing is stored in the repository."""
+
+    features: int  # pixels of one image, flattened
+    classes: int
+    train_rows: int  # rows of the standard training file
+    test_rows: int  # rows of the standard test file
+    files: dict[str, tuple[str, str]]  # part ("train", "test") -> (images file, labels file)
+    where: str  # where the files come from, for the message when they are missing
+
+
+IMAGE_DATASETS: dict[str, ImageDataset] = {
+    "mnist": ImageDataset(
+        features=28 * 28, classes=10, train_rows=60_000, test_rows=10_000,
+        files={"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+               "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")},
+        where="yann.lecun.com/exdb/mnist (or any mirror of the four files; .gz accepted)"),
+}

@@ -11,6 +11,13 @@ same function from the same parameters.
 The loss is the sum over seeds of each seed's mean loss, weighted 1 (training) or 0 (diverged,
 or the ghost below), so each seed gets exactly its own gradient.
 
+A model with randomness in its training forward (dropout: `Model.step_noise`) gets it per
+training step from each seed's own generator (`Model.noise_generator`, one per batch member,
+advanced once per step), stacked over the seeds and handed to the plain forward under vmap: a
+seed's draws depend on its seed and its step alone, never on its batch-mates or torch's global
+generator. Such a step takes the derived form (a fast path knows no noise); evaluation and
+probes run without noise.
+
 Bit-identity of a seed alone and in any batch (docs/determinism.md) needs two precautions:
 - CPU elementwise kernels, the fused optimizers among them, finish a tensor's last
   (numel mod vector width) elements with scalar code that rounds differently. A parameter whose
@@ -98,6 +105,9 @@ class BatchedModel(nn.Module):
         object.__setattr__(self, "skeleton", skeleton)
         self.fast_path = fast_path or FastPath()  # none: the derived form only
         self._vmapped = vmap(self._one_seed)
+        # each member's generator of training-step noise (none: the model has no noise)
+        self._noise_gens = [g for g in (cls.noise_generator(spec, shape, s) for s in self.members)
+                            if g is not None]
 
     # ------------------------------------------------------------ parameters
 
@@ -150,12 +160,35 @@ class BatchedModel(nn.Module):
     # ------------------------------------------------------------ computation
 
     def _one_seed(self, params: dict[str, Tensor], buffers: dict[str, Tensor], a: Tensor,
-                  b: Tensor) -> Tensor:
-        return functional_call(self.skeleton, (params, buffers), (a, b))
+                  b: Tensor, noise: dict[str, Tensor] | None = None) -> Tensor:
+        kwargs = {} if noise is None else {"noise": noise}
+        return functional_call(self.skeleton, (params, buffers), (a, b), kwargs)
 
-    def derived_forward(self, a: Tensor, b: Tensor) -> Tensor:
-        """The plain forward of every seed at once: (S, B) operands -> (S, B, out)."""
+    def derived_forward(self, a: Tensor, b: Tensor,
+                        noise: dict[str, Tensor] | None = None) -> Tensor:
+        """The plain forward of every seed at once: (S, B) operands -> (S, B, out); `noise`
+        (training only): `step_noise`'s tensors, (S, ...) each."""
+        if noise:
+            return self._vmapped(self.params(), self.buffers_by_name(), a, b, noise)
         return self._vmapped(self.params(), self.buffers_by_name(), a, b)
+
+    def step_noise(self, rows: int) -> dict[str, Tensor]:
+        """The next training step's noise for a minibatch of `rows` examples a seed: each
+        member's `Model.step_noise` from its own generator, stacked to (S, ...) in the
+        parameters' dtype and device; empty for a model without noise (nothing drawn). Drawn
+        on the CPU (the seed's generator); on a GPU copied from pinned memory without waiting
+        for the device."""
+        draws = [self.skeleton.step_noise(gen, rows) for gen in self._noise_gens]
+        if not draws or not draws[0]:
+            return {}
+        leaf = self.leaves[0]
+        noise: dict[str, Tensor] = {}
+        for k in draws[0]:
+            t = torch.stack([d[k] for d in draws])
+            if leaf.device.type == "cuda":
+                t = t.pin_memory()
+            noise[k] = t.to(device=leaf.device, dtype=leaf.dtype, non_blocking=True)
+        return noise
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         fast = self.fast_path.forward
@@ -174,14 +207,17 @@ class BatchedModel(nn.Module):
 
     def loss_and_grads(self, a: Tensor, b: Tensor, y: Tensor, weight: Tensor) -> Tensor:
         """A training step's forward and backward: the per-seed losses (S,), detached, with every
-        leaf's .grad set (not accumulated) to the gradient of sum_i weight_i * loss_i."""
+        leaf's .grad set (not accumulated) to the gradient of sum_i weight_i * loss_i. Draws
+        the step's noise, if the model has any (then through the derived form)."""
+        noise = self.step_noise(a.shape[1])
         step = self.fast_path.step
-        loss = step(self, a, b, y, weight) if step is not None else None
+        loss = step(self, a, b, y, weight) if step is not None and not noise else None
         if loss is not None:  # the step overwrote every gradient it keeps
             return loss
         for leaf in self.leaves:
             leaf.grad = None
-        loss = self.mean_loss(self(a, b), y)
+        out = self.derived_forward(a, b, noise) if noise else self(a, b)
+        loss = self.mean_loss(out, y)
         loss.backward(weight)
         return loss.detach()
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from grokverify.budget import EVAL_ROWS
 from grokverify.engine import numerics
 from grokverify.engine.batched import BatchedModel, batch_members
 from grokverify.engine.data import Batches, SeedData
@@ -53,7 +54,7 @@ from grokverify.spec import ExperimentSpec, TrainingSpec
 ProgressFn = Callable[[int, int], None]
 
 _BLOCK_ELEMENTS = 1 << 21  # minibatch operands gathered this many elements at a time
-_EVAL_ROWS = 1 << 12  # rows per seed evaluated in one forward pass (the same for any S)
+_EVAL_ROWS = EVAL_ROWS  # rows per seed evaluated in one forward pass (the same for any S)
 
 
 class Shard:

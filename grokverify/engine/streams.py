@@ -4,7 +4,8 @@ order come from (seed, stream, context) alone, never from what else shares its b
 Torch streams in use: "init" and "targets" (the model's initial weights and regression
 targets), "order" (minibatch permutations), "sample" (the rows `gradient_sampling` draws from
 its weights; context the task's canonical form, as "order"), "hessian_batch" and "hessian_v"
-(the hessian_max probe's rows and start vectors)."""
+(the hessian_max probe's rows and start vectors), "dropout" (a model's training-step masks,
+`Model.step_noise`, one draw a step; context the model's at dropout 0, as "init")."""
 
 from __future__ import annotations
 

@@ -21,8 +21,12 @@ _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
 
 
+def _escape_inline(line: str) -> str:
+    return _MARKUP.sub(r"\\\1", "".join(_HTML.get(ch, ch) for ch in line))
+
+
 def _escape_line(line: str) -> str:
-    line = _MARKUP.sub(r"\\\1", "".join(_HTML.get(ch, ch) for ch in line))
+    line = _escape_inline(line)
     return _LINE_START.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", line)
 
 
@@ -30,6 +34,12 @@ def text(value: object) -> str:
     """One line of inert text: for a heading, a table cell, a list item (line breaks become
     spaces, so nothing can start a new block)."""
     return _escape_line(_BREAKS.sub(" ", str(value)).strip())
+
+
+def cell(value: object) -> str:
+    """Inert text inside a table cell: as `text`, but a cell starts no block, so a leading
+    number or dash stays as written ("0.5", not "0\\.5")."""
+    return _escape_inline(_BREAKS.sub(" ", str(value)).strip())
 
 
 def block(value: object) -> list[str]:

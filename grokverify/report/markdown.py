@@ -21,6 +21,10 @@ def _ci(pair: list[Any]) -> str:
     return f"[{_num(pair[0])}, {_num(pair[1])}]"
 
 
+# the same number and interval formats for a suite's verdict table (report/cells.py)
+number, interval = _num, _ci
+
+
 def _quote(words: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in block(words))
 
@@ -32,6 +36,22 @@ def _scale_banner(scale: dict[str, Any]) -> str:
     return (f"> ⚠️ **NOT THE PAPER'S SETTING.** This report was run at scale "
             f"{code(scale['name'])}: {text(scale['description'])} Its verdict is about this "
             f"reduced setting; run `--scale paper` for the paper's own setting.")
+
+
+def _data_banner(data: list[dict[str, Any]]) -> list[str]:
+    """Which files an image claim read; said loudly when they are not the standard set."""
+    lines = []
+    for d in data:
+        counts = f"{d['rows']['train']:,} training and {d['rows']['test']:,} test images"
+        where = f"{code(d['folder'])}, digest {code(d['digest'])}"
+        if d["standard_rows"]:
+            lines.append(f"Data: {text(d['dataset'])}'s standard files ({counts}) from {where}.")
+        else:
+            lines.append(f"> ⚠️ **NOT THE STANDARD {text(d['dataset']).upper()} FILES.** The "
+                         f"data read holds {counts} (from {where}); the standard files hold "
+                         f"more. Its verdict is about this sample.")
+        lines.append("")
+    return lines
 
 
 def _cell(x: Any) -> str:
@@ -202,10 +222,11 @@ _FIGURE_CAPTIONS = {"curves": "accuracy curves", "survival": "Kaplan–Meier cur
                     "values": "per-seed values of the metric"}
 
 
-def _figures(figures: dict[str, str]) -> list[str]:
+def figure_lines(figures: dict[str, str]) -> list[str]:
+    """Each figure as a Markdown image, `figures` mapping its name to its path."""
     out: list[str] = []
     for name, file in figures.items():
-        out += [f"![{text(_FIGURE_CAPTIONS.get(name, name))}](<{file}>)", ""]
+        out += [f"![{text(figure_caption(name))}](<{file}>)", ""]
     return out
 
 
@@ -302,16 +323,17 @@ def _phase_map(res: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(res: dict[str, Any]) -> str:
-    claim, prov = res["claim"], res["provenance"]
+def claim_lines(res: dict[str, Any]) -> list[str]:
+    """The verdict line, the scale (and data) banners, the claim and its quoted source: the
+    head of report.md, and of each claim's section in a suite's index (report/suite_md.py)."""
+    claim = res["claim"]
     src = claim["source"]
-    lines = [
-        f"# {text(claim['title'])}",
-        "",
+    return [
         f"**Verdict: {res['verdict']}** — {text(res['reason'])}",
         "",
         _scale_banner(res["scale"]),
         "",
+        *_data_banner(res.get("data", [])),
         "## Claim",
         "",
         *block(claim["statement"]),
@@ -320,16 +342,38 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         _quote(src["quote"]),
         "",
-        "## Result",
-        "",
+    ]
+
+
+def result_lines(res: dict[str, Any]) -> list[str]:
+    """The metric, the criterion's result tables, a phase map and sequential rounds: the
+    result a reader checks the verdict against (report.md's and a suite section's)."""
+    return [
         f"- Metric: {code(res['metric']['label'])} ({text(res['metric']['kind'])}) — "
         f"{text(res['metric']['description'])} Diverged seeds: "
         f"{text(res['metric']['on_diverged'])}.",
         *(_family_result(res) if res["family"] else _single_result(res)),
         *_phase_map(res),
         *_rounds(res.get("sequential")),
+    ]
+
+
+def figure_caption(name: str) -> str:
+    """The caption of a figure result.json names (its name where none is set)."""
+    return _FIGURE_CAPTIONS.get(name, name)
+
+
+def render_markdown(res: dict[str, Any]) -> str:
+    claim, prov = res["claim"], res["provenance"]
+    lines = [
+        f"# {text(claim['title'])}",
+        "",
+        *claim_lines(res),
+        "## Result",
+        "",
+        *result_lines(res),
         *_pairs(res),
-        *_figures(res.get("figures", {})),
+        *figure_lines(res.get("figures", {})),
         "## Setup",
         "",
         *_setup(res["arms"]),
@@ -355,4 +399,5 @@ def render_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["render_markdown", "format_ci"]
+__all__ = ["claim_lines", "figure_caption", "figure_lines", "format_ci", "interval", "number",
+           "render_markdown", "result_lines"]

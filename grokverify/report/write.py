@@ -14,6 +14,8 @@ from typing import Any
 
 from grokverify.atomic import write_atomic
 from grokverify.catalog.metrics import MetricSpec
+from grokverify.catalog.tasks import IMAGE_DATASETS
+from grokverify.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.outcome import ClaimRun, RunOptions
 from grokverify.report.figures import plot_curves, plot_pairs, plot_survival, plot_values
@@ -75,6 +77,19 @@ def _device(record: dict[str, Any]) -> str:
     return f"{record['device']} ({record['device_name']}; numerics {record['numerics']['tag']})"
 
 
+def _data(run: ClaimRun) -> list[dict[str, Any]]:
+    """The files each image dataset of the run was read from (`grokverify.datasets`): which
+    copy a verdict rests on, and whether it is the standard one."""
+    out = []
+    for name in sorted({n for p in run.plans if (n := p.experiment.task.data_name())}):
+        data, info = load_data(name), IMAGE_DATASETS[name]
+        rows = {part: data.rows(part) for part in info.files}
+        out.append({"dataset": name, "folder": str(data.folder), "digest": data.digest,
+                    "rows": rows, "standard_rows": rows == {"train": info.train_rows,
+                                                             "test": info.test_rows}})
+    return out
+
+
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
                  opts: RunOptions, device: str) -> dict[str, Any]:
     loaded, claim = run.loaded, run.loaded.claim
@@ -115,6 +130,7 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
                         "spending": run.seeding.kind,
                         "rounds": run.rounds} if len(run.seeding.looks) > 1 else None),
         "per_seed": per_seed,
+        **({"data": data} if (data := _data(run)) else {}),  # image claims only
         "provenance": {
             **provenance(), "results_version": RESULTS_VERSION, "code_version": code_version(),
             "device": sorted(devices),

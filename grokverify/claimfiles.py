@@ -1,0 +1,29 @@
+"""Claim arguments → claim files: a file is itself, a folder every `*.yaml` below it.
+
+A library is a folder (`grokverify run claims/`), so `validate`, `run` and `report` take folders
+as well as files; the order is sorted within a folder so a suite's sections and a run's trials
+come out the same every time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NoClaims(ValueError):
+    """A folder with no claim file below it: almost always a wrong path (exit 2)."""
+
+
+def claim_files(paths: list[Path]) -> list[Path]:
+    """Each file as given; each folder's `*.yaml` files, recursively, sorted. A missing path is
+    passed on as a file, so the claim loader names it the way it names any unreadable file."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(p for p in path.rglob("*.yaml") if p.is_file())
+        if not found:
+            raise NoClaims(f"{path}: a directory with no claim files (*.yaml) in it or below it")
+        files += found
+    return files

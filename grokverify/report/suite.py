@@ -1,0 +1,149 @@
+"""A suite: the claims of one run (or one `grokverify report`) side by side.
+
+Built from plain result dicts (each claim's result.json), never from pipeline objects, so a
+suite can be rebuilt from any folder of reports, and `grokverify diff` can compare two nights
+from their `results.json` alone: one row per claim, what the verdict table shows and what
+`diff` compares. `report.index` writes the suite's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+SUITE_VERSION = 1
+SUITE_FILES = {"json": "results.json", "md": "index.md", "html": "index.html"}
+
+
+class SuiteError(ValueError):
+    """A suite or result file that cannot be read (the CLI says which, exit 2)."""
+
+
+@dataclass(frozen=True)
+class ClaimReport:
+    """One claim's result dict and where its result.json lies (its figures are beside it)."""
+
+    path: Path
+    result: dict[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def _effect(result: dict[str, Any]) -> dict[str, Any]:
+    """A criterion result's effect, CI and p's against θ (None where it gives none)."""
+    return {"effect_label": result["effect_label"], "estimate": result["estimate"],
+            "ci": result["ci"], "ci_level": result["ci_level"],
+            "p_support": result.get("p_support"), "p_refute": result.get("p_refute")}
+
+
+def _members(res: dict[str, Any]) -> list[dict[str, Any]] | None:
+    fam = res.get("family")
+    if not fam:
+        return None
+    return [{"member": m["member"], "verdict": m["verdict"], **_effect(m["result"])}
+            for m in fam["members"]]
+
+
+def _seeds_per_arm(res: dict[str, Any]) -> int:
+    """The most seeds an arm has (every arm has as many in a run of the pipeline)."""
+    return max((len(a["seeds"]) for a in res["arms"].values()), default=0)
+
+
+def reproduce_command(res: dict[str, Any]) -> str:
+    """The `grokverify run` that trains (or reuses) the same records and writes this report:
+    its file, scale and seeds (not for sequential seeding, whose rounds `--seeds` would fix),
+    the device type when not a CPU's (store keys hold it) and the data folder it read."""
+    parts = ["grokverify", "run", res["claim"]["file"], "--scale", res["scale"]["name"]]
+    if not res.get("sequential"):
+        parts += ["--seeds", str(_seeds_per_arm(res))]
+    device = str(res["provenance"].get("requested_device") or "cpu")
+    if not device.startswith("cpu"):
+        parts += ["--device", device.split(":")[0]]
+    for data in res.get("data", [])[:1]:
+        parts += ["--data-dir", data["folder"]]
+    return shlex.join(parts)
+
+
+def rebuild_command(res: dict[str, Any], row: dict[str, Any]) -> str:
+    """The `grokverify report` that rebuilds this report from the store it was made from."""
+    command = row["command"].replace("grokverify run ", "grokverify report ", 1)
+    store = res["provenance"].get("store")
+    return f"{command} --store {shlex.quote(store)}" if store else command
+
+
+def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
+    """The verdict table's row of one claim, with what `diff` needs (per-member effects of a
+    family, so a member's move outside its CI is seen too)."""
+    claim, prov = res["claim"], res["provenance"]
+    single = _effect(res["result"]) if res.get("result") else dict.fromkeys(
+        ("effect_label", "estimate", "ci", "ci_level", "p_support", "p_refute"))
+    return {
+        "id": claim["id"], "title": claim["title"], "arxiv": claim["source"]["arxiv"],
+        "where": claim["source"]["where"], "role": claim["source"]["role"],
+        "scale": res["scale"]["name"], "paper_setting": res["scale"]["paper_setting"],
+        "metric": res["metric"]["label"], **single, "members": _members(res),
+        "verdict": res["verdict"], "reason": res["reason"],
+        "seeds_per_arm": _seeds_per_arm(res),
+        "seed_runs": len(res["per_seed"]),
+        "wall_s": prov["wall_s"], "trained": prov["seeds_trained_now"],
+        "reused": prov["seeds_reused"], "claim_file": claim["file"],
+        "command": reproduce_command(res), "result_json": result_json,
+    }
+
+
+def relative_path(path: Path, folder: Path) -> str:
+    """A result.json's path as the suite names it: relative to the suite's folder (so a suite
+    moves with its claim folders), absolute when on another drive."""
+    try:
+        return Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
+def build_suite(reports: list[ClaimReport], folder: Path) -> dict[str, Any]:
+    """results.json's content for a suite written to `folder`."""
+    return {"suite_version": SUITE_VERSION,
+            "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "claims": [suite_row(r.result, relative_path(r.path, folder)) for r in reports]}
+
+
+def read_report(path: Path) -> ClaimReport:
+    """One claim's result.json (a file, or a claim folder holding one)."""
+    path = path / "result.json" if path.is_dir() else path
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SuiteError(f"{path}: cannot read a claim's result: {exc}") from None
+    if not isinstance(result, dict) or "claim" not in result or "verdict" not in result:
+        raise SuiteError(f"{path}: not a claim's result.json (no claim or verdict)")
+    return ClaimReport(path, result)
+
+
+def load_suite(path: Path) -> dict[str, Any]:
+    """A suite to compare: a results.json, a folder holding one, or a folder of claim folders
+    (`*/result.json`, as reports written before suites existed are), whose rows are built here."""
+    if path.is_dir():
+        if (path / SUITE_FILES["json"]).is_file():
+            path = path / SUITE_FILES["json"]
+        else:
+            results = sorted(path.glob("*/result.json"))
+            if not results:
+                raise SuiteError(f"{path}: neither a {SUITE_FILES['json']} nor claim folders "
+                                 f"(*/result.json) in it")
+            return build_suite([read_report(p) for p in results], path)
+    try:
+        suite = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SuiteError(f"{path}: cannot read a suite: {exc}") from None
+    if not isinstance(suite, dict) or not isinstance(suite.get("claims"), list) or not all(
+            isinstance(row, dict) and {"id", "verdict"} <= row.keys() for row in suite["claims"]):
+        raise SuiteError(f"{path}: not a suite's {SUITE_FILES['json']} (a list of claims, each "
+                         f"with an id and a verdict)")
+    return suite

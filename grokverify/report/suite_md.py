@@ -1,0 +1,63 @@
+"""index.md of a suite: the verdict table, then one section per claim made of report.md's own
+pieces (`report.markdown`), so a claim reads the same in its report and in the suite.
+
+The section's parts are also what index.html renders (`report.html`), with its figures
+embedded there instead of linked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grokverify.report.cells import COLUMNS, cells
+from grokverify.report.escape import block, cell, code, text
+from grokverify.report.markdown import claim_lines, figure_lines, result_lines
+from grokverify.report.suite import ClaimReport, rebuild_command, relative_path
+
+
+def _demote(lines: list[str]) -> list[str]:
+    """report.md's headings one level down, under the claim's own heading (a line of report.md
+    that starts with # is a heading: claim text that does is escaped)."""
+    return [f"#{line}" if line.startswith("#") else line for line in lines]
+
+
+def section_head(res: dict[str, Any]) -> list[str]:
+    """A claim's title, where it comes from, its verdict, banners, claim, quote and result."""
+    claim, src = res["claim"], res["claim"]["source"]
+    return [f"## {text(claim['title'])}", "",
+            f"{code(claim['id'])} · arXiv:{text(src['arxiv'])} · {text(src['role'])}", "",
+            *_demote(claim_lines(res)), "### Result", "", *_demote(result_lines(res))]
+
+
+def section_tail(res: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    """The claim's notes and the commands that reproduce its report."""
+    notes = res["claim"]["notes"].strip()
+    out = ["### Notes (choices where the source is silent)", "", *block(notes), ""] if notes else []
+    out += ["### Reproduce", "", f"- Train what is missing and write the report: "
+            f"{code(row['command'])}",
+            f"- Rebuild it from the store, training nothing: {code(rebuild_command(res, row))}"]
+    return [*out, ""]
+
+
+def verdict_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
+    for row in rows:
+        shown = cells(row)
+        out.append("| " + " | ".join(
+            f"**{cell(shown[c][0])}**" if c == "verdict" else cell(shown[c][0])
+            for c in COLUMNS) + " |")
+    return out
+
+
+def render_index_md(suite: dict[str, Any], reports: list[ClaimReport], folder: Any) -> str:
+    """index.md in `folder`: figures linked relative to it (they stay in the claim folders)."""
+    rows = suite["claims"]
+    lines = ["# Verdicts", "", f"{len(rows)} claim(s); generated {suite['generated']}. Each "
+             "claim's full report (setup, per-seed results, provenance) is its folder's "
+             "report.md.", "", *verdict_table(rows), ""]
+    for report, row in zip(reports, rows, strict=True):
+        res = report.result
+        figures = {name: relative_path(report.folder / file, folder)
+                   for name, file in res.get("figures", {}).items()}
+        lines += [*section_head(res), *figure_lines(figures), *section_tail(res, row)]
+    return "\n".join(lines)

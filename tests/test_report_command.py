@@ -1,0 +1,113 @@
+"""`grokverify report` (rebuild from the store, training nothing) and folders as claim
+arguments of validate, run and report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from suitedata import TINY, tiny_run
+
+import grokverify.pipeline
+from grokverify.cli import main
+
+
+@pytest.fixture
+def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to start an executor (Ray or local) fails the test (the stored run is
+    made first)."""
+    tiny_run()
+
+    def refuse(*args: object, **kw: object) -> None:
+        raise AssertionError("an executor was started")
+    monkeypatch.setattr(grokverify.pipeline, "_make_executor", refuse)
+
+
+def _store_files(store: Path) -> dict[str, int]:
+    return {str(p.relative_to(store)): p.stat().st_mtime_ns for p in store.rglob("*")}
+
+
+def _comparable(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k != "provenance"}
+
+
+def _report(tmp_path: Path, *args: str) -> int:
+    return main(["report", *args, "--store", str(tiny_run() / "store"), "--reports",
+                 str(tmp_path / "rebuilt"), "--device", "cpu"])
+
+
+def test_report_rebuilds_what_run_wrote(tmp_path: Path, no_training: None,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    before = _store_files(tiny_run() / "store")
+    assert _report(tmp_path, str(TINY)) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt tiny: INCONCLUSIVE (6 seed records from the store)" in out
+    assert "1 of 1 claim(s) rebuilt" in out and "nothing trained" in out
+    ran = json.loads((tiny_run() / "reports" / "tiny" / "result.json").read_text())
+    rebuilt = json.loads((tmp_path / "rebuilt" / "tiny" / "result.json").read_text())
+    assert _comparable(rebuilt) == _comparable(ran)
+    assert rebuilt["provenance"]["seeds_trained_now"] == 0
+    assert rebuilt["provenance"]["seeds_reused"] == 6
+    for name in ("report.md", "curves.png", "survival.png", "pairs.png"):
+        assert (tmp_path / "rebuilt" / "tiny" / name).is_file()
+    for name in ("results.json", "index.md", "index.html"):
+        assert (tmp_path / "rebuilt" / name).is_file()
+    assert _store_files(tiny_run() / "store") == before  # nothing written, nothing locked
+
+
+def test_missing_seeds_are_named_and_nothing_is_trained(
+        tmp_path: Path, no_training: None, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _store_files(tiny_run() / "store")
+    assert _report(tmp_path, str(TINY), "--seeds", "5") == 1
+    out = capsys.readouterr().out
+    assert "NOT REBUILT tiny: no record in the store for c1 seeds 3, 4; c10 seeds 3, 4" in out
+    assert "report not written" in out and "0 of 1 claim(s) rebuilt" in out
+    assert not (tmp_path / "rebuilt").exists()
+    assert _store_files(tiny_run() / "store") == before
+
+
+def test_a_store_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["report", str(TINY), "--store", str(tmp_path / "nothing"), "--reports",
+                 str(tmp_path / "r")])
+    assert code == 1 and "no store at" in capsys.readouterr().out
+
+
+def test_format_chooses_the_suite_files(tmp_path: Path, no_training: None) -> None:
+    assert _report(tmp_path, str(TINY), "--format", "md,json") == 0
+    assert {p.name for p in (tmp_path / "rebuilt").iterdir()} == {"tiny", "index.md",
+                                                                   "results.json"}
+    with pytest.raises(SystemExit):
+        _report(tmp_path, str(TINY), "--format", "pdf")
+
+
+def test_folders_are_read_recursively_and_sorted(tmp_path: Path, no_training: None,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    library = tmp_path / "library"
+    (library / "deeper").mkdir(parents=True)
+    shutil.copy(TINY, library / "deeper" / "tiny.yaml")
+    (library / "README.md").write_text("not a claim")
+    assert main(["validate", str(library)]) == 0
+    assert f"ok {library / 'deeper' / 'tiny.yaml'}: tiny" in capsys.readouterr().out
+    assert _report(tmp_path, str(library)) == 0
+    assert json.loads((tmp_path / "rebuilt" / "results.json").read_text())["claims"][0]["id"] \
+        == "tiny"
+    capsys.readouterr()
+    # run: every seed is stored, so nothing trains; it writes the suite of the run's claims
+    code = main(["run", str(library), "--executor", "local", "--device", "cpu", "--store",
+                 str(tiny_run() / "store"), "--reports", str(tmp_path / "ran")])
+    assert code == 0 and "suite: " in capsys.readouterr().out
+    rows = json.loads((tmp_path / "ran" / "results.json").read_text())["claims"]
+    assert [(r["id"], r["trained"], r["reused"]) for r in rows] == [("tiny", 0, 6)]
+
+
+def test_a_folder_without_claims_is_an_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "notes.txt").write_text("no claims here")
+    for verb in (["validate"], ["run", "--executor", "local"], ["report"]):
+        assert main([*verb, str(tmp_path / "empty")]) == 2
+        err = capsys.readouterr().err
+        assert err.strip() == (f"{tmp_path / 'empty'}: a directory with no claim files (*.yaml) "
+                               f"in it or below it")
