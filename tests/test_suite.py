@@ -157,3 +157,23 @@ def test_a_missing_figure_is_said_not_linked(tmp_path: Path) -> None:
     html = (reports / "index.html").read_text()
     assert "figure missing: accuracy curves" in html
     assert not (reports / "index.md").exists() and not (reports / "results.json").exists()
+
+
+def test_each_section_has_the_referee_structure(suite: Path) -> None:
+    """index.md and index.html: every claim's section has Setup, Result, Reasoning, Caveats
+    and Reproduce in that order, and the figures' own captions."""
+    md = (suite / "index.md").read_text()
+    sections = md.split("\n## ")[1:]
+    assert len(sections) == 3
+    for section in sections:
+        heads = [ln[4:] for ln in section.splitlines() if ln.startswith("### ")]
+        assert [h for h in heads if h in ("Setup", "Result", "Reasoning", "Caveats",
+                                          "Reproduce")] == ["Setup", "Result", "Reasoning",
+                                                            "Caveats", "Reproduce"]
+    assert "one-sided α = 0.025" in md and "Censoring: 4 of 6 seed run(s)" in md
+    page = _page(suite / "index.html")
+    captions = tiny_result()["figure_captions"]
+    alts = [a["alt"] for t, a in page.tags if t == "img"]
+    assert alts[:3] == list(captions.values())
+    text = "".join(page.text)
+    assert "Reasoning" in text and "grokverify plan" in text

@@ -78,5 +78,5 @@ IMAGE_DATASETS: dict[str, ImageDataset] = {
         features=28 * 28, classes=10, train_rows=60_000, test_rows=10_000,
         files={"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
                "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")},
-        where="yann.lecun.com/exdb/mnist (or any mirror of the four files; .gz accepted)"),
+        where="yann.lecun.com/exdb/mnist or a mirror of it"),
 }

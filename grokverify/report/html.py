@@ -148,7 +148,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def _figures(report: ClaimReport) -> str:
     out = []
     for name, file in report.result.get("figures", {}).items():
-        caption = escape(figure_caption(name))
+        caption = escape(figure_caption(name, report.result.get("figure_captions")))
         uri = data_uri(report.folder / file)
         if uri is None:
             out.append(f'<p class="missing">figure missing: {caption} ({escape(file)})</p>')
@@ -163,7 +163,7 @@ def _section(report: ClaimReport, row: dict[str, Any]) -> str:
     cls = "claim" if res["scale"]["paper_setting"] else "claim not-paper"
     return (f'<section id="{_anchor(row["id"])}" class="{cls}">\n'
             f'{_MARKDOWN.render(chr(10).join(section_head(res)))}{_figures(report)}\n'
-            f'{_MARKDOWN.render(chr(10).join(section_tail(res, row)))}</section>')
+            f'{_MARKDOWN.render(chr(10).join(section_tail(res)))}</section>')
 
 
 def render_index_html(suite: dict[str, Any], reports: list[ClaimReport]) -> str:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from grokverify.report.escape import block, code, text
+from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
 from grokverify.verdict import format_ci, format_number
 
 
@@ -222,11 +223,13 @@ _FIGURE_CAPTIONS = {"curves": "accuracy curves", "survival": "Kaplan–Meier cur
                     "values": "per-seed values of the metric"}
 
 
-def figure_lines(figures: dict[str, str]) -> list[str]:
-    """Each figure as a Markdown image, `figures` mapping its name to its path."""
+def figure_lines(figures: dict[str, str], captions: dict[str, str] | None = None) -> list[str]:
+    """Each figure as a Markdown image, `figures` mapping its name to its path, with its
+    caption (result.json's `figure_captions`, else the name's) as the alt text and below it."""
     out: list[str] = []
     for name, file in figures.items():
-        out += [f"![{text(figure_caption(name))}](<{file}>)", ""]
+        caption = text(figure_caption(name, captions))
+        out += [f"![{caption}](<{file}>)", "", f"*Figure: {caption}.*", ""]
     return out
 
 
@@ -358,23 +361,38 @@ def result_lines(res: dict[str, Any]) -> list[str]:
     ]
 
 
-def figure_caption(name: str) -> str:
-    """The caption of a figure result.json names (its name where none is set)."""
-    return _FIGURE_CAPTIONS.get(name, name)
+def figure_caption(name: str, captions: dict[str, str] | None = None) -> str:
+    """The caption of a figure result.json names: its own (`figure_captions`, written with the
+    figure), else the name's (reports written before captions were), else the name."""
+    return (captions or {}).get(name) or _FIGURE_CAPTIONS.get(name, name)
 
 
 def render_markdown(res: dict[str, Any]) -> str:
+    """report.md in the referee's order: verdict, claim and source, setup, result and figures,
+    reasoning, caveats; then each arm's experiment, notes, per-seed rows, commands, provenance."""
     claim, prov = res["claim"], res["provenance"]
     lines = [
         f"# {text(claim['title'])}",
         "",
         *claim_lines(res),
+        "## Setup",
+        "",
+        *setup_lines(res),
+        "",
         "## Result",
         "",
         *result_lines(res),
         *_pairs(res),
-        *figure_lines(res.get("figures", {})),
-        "## Setup",
+        *figure_lines(res.get("figures", {}), res.get("figure_captions")),
+        "## Reasoning",
+        "",
+        *reasoning_lines(res),
+        "",
+        "## Caveats",
+        "",
+        *caveat_lines(res),
+        "",
+        "## Each arm's experiment",
         "",
         *_setup(res["arms"]),
         "",
@@ -382,6 +400,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     if claim["notes"].strip():
         lines += ["## Notes (choices where the source is silent)", "", *block(claim["notes"]), ""]
     lines += ["## Per-seed results", "", *_per_seed(res["per_seed"], res["metric"]["label"]), "",
+              "## Reproduce", "", *reproduce_lines(res), "",
               "## Provenance", "",
               f"- claim file: {code(claim['file'])}",
               f"- git commit: `{prov['git_commit']}`" + (" (dirty)" if prov["git_dirty"] else ""),

@@ -56,26 +56,37 @@ def _seeds_per_arm(res: dict[str, Any]) -> int:
     return max((len(a["seeds"]) for a in res["arms"].values()), default=0)
 
 
-def reproduce_command(res: dict[str, Any]) -> str:
-    """The `grokverify run` that trains (or reuses) the same records and writes this report:
-    its file, scale and seeds (not for sequential seeding, whose rounds `--seeds` would fix),
-    the device type when not a CPU's (store keys hold it) and the data folder it read."""
-    parts = ["grokverify", "run", res["claim"]["file"], "--scale", res["scale"]["name"]]
-    if not res.get("sequential"):
+def _command(res: dict[str, Any], verb: str, seeds: bool) -> list[str]:
+    """`grokverify VERB` for this claim: its file and scale, its seeds per arm when `seeds`
+    (not for sequential seeding, whose rounds `--seeds` would fix), the device type when not a
+    CPU's (store keys hold it) and the data folder it read."""
+    parts = ["grokverify", verb, res["claim"]["file"], "--scale", res["scale"]["name"]]
+    if seeds and not res.get("sequential"):
         parts += ["--seeds", str(_seeds_per_arm(res))]
     device = str(res["provenance"].get("requested_device") or "cpu")
     if not device.startswith("cpu"):
         parts += ["--device", device.split(":")[0]]
     for data in res.get("data", [])[:1]:
         parts += ["--data-dir", data["folder"]]
-    return shlex.join(parts)
+    return parts
 
 
-def rebuild_command(res: dict[str, Any], row: dict[str, Any]) -> str:
+def reproduce_command(res: dict[str, Any]) -> str:
+    """The `grokverify run` that trains (or reuses) the same records and writes this report."""
+    return shlex.join(_command(res, "run", seeds=True))
+
+
+def rebuild_command(res: dict[str, Any]) -> str:
     """The `grokverify report` that rebuilds this report from the store it was made from."""
-    command = row["command"].replace("grokverify run ", "grokverify report ", 1)
+    command = reproduce_command(res).replace("grokverify run ", "grokverify report ", 1)
     store = res["provenance"].get("store")
     return f"{command} --store {shlex.quote(store)}" if store else command
+
+
+def plan_command(res: dict[str, Any]) -> str:
+    """The `grokverify plan` that sizes the seeds for 80% power from the stored seeds."""
+    store = res["provenance"].get("store")
+    return shlex.join(_command(res, "plan", seeds=False) + (["--store", store] if store else []))
 
 
 def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 from grokverify.report.cells import COLUMNS, cells
 from grokverify.report.escape import block, cell, code, text
 from grokverify.report.markdown import claim_lines, figure_lines, result_lines
-from grokverify.report.suite import ClaimReport, rebuild_command, relative_path
+from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
+from grokverify.report.suite import ClaimReport, relative_path
 
 
 def _demote(lines: list[str]) -> list[str]:
@@ -22,21 +23,24 @@ def _demote(lines: list[str]) -> list[str]:
 
 
 def section_head(res: dict[str, Any]) -> list[str]:
-    """A claim's title, where it comes from, its verdict, banners, claim, quote and result."""
+    """A claim's title, where it comes from, its verdict, banners, claim, quote, setup and
+    result."""
     claim, src = res["claim"], res["claim"]["source"]
     return [f"## {text(claim['title'])}", "",
             f"{code(claim['id'])} · arXiv:{text(src['arxiv'])} · {text(src['role'])}", "",
-            *_demote(claim_lines(res)), "### Result", "", *_demote(result_lines(res))]
+            *_demote(claim_lines(res)), "### Setup", "", *setup_lines(res), "",
+            "### Result", "", *_demote(result_lines(res))]
 
 
-def section_tail(res: dict[str, Any], row: dict[str, Any]) -> list[str]:
-    """The claim's notes and the commands that reproduce its report."""
+def section_tail(res: dict[str, Any]) -> list[str]:
+    """Why the verdict, what limits it, the claim's notes and the commands that reproduce its
+    report."""
     notes = res["claim"]["notes"].strip()
-    out = ["### Notes (choices where the source is silent)", "", *block(notes), ""] if notes else []
-    out += ["### Reproduce", "", f"- Train what is missing and write the report: "
-            f"{code(row['command'])}",
-            f"- Rebuild it from the store, training nothing: {code(rebuild_command(res, row))}"]
-    return [*out, ""]
+    out = ["### Reasoning", "", *reasoning_lines(res), "", "### Caveats", "",
+           *caveat_lines(res), ""]
+    out += ["### Notes (choices where the source is silent)", "", *block(notes), ""] if notes \
+        else []
+    return [*out, "### Reproduce", "", *reproduce_lines(res), ""]
 
 
 def verdict_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -55,9 +59,10 @@ def render_index_md(suite: dict[str, Any], reports: list[ClaimReport], folder: A
     lines = ["# Verdicts", "", f"{len(rows)} claim(s); generated {suite['generated']}. Each "
              "claim's full report (setup, per-seed results, provenance) is its folder's "
              "report.md.", "", *verdict_table(rows), ""]
-    for report, row in zip(reports, rows, strict=True):
+    for report in reports:
         res = report.result
         figures = {name: relative_path(report.folder / file, folder)
                    for name, file in res.get("figures", {}).items()}
-        lines += [*section_head(res), *figure_lines(figures), *section_tail(res, row)]
+        lines += [*section_head(res), *figure_lines(figures, res.get("figure_captions")),
+                  *section_tail(res)]
     return "\n".join(lines)

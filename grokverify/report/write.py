@@ -7,7 +7,6 @@ diff verdicts without parsing markdown.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,21 +17,12 @@ from grokverify.catalog.tasks import IMAGE_DATASETS
 from grokverify.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
 from grokverify.outcome import ClaimRun, RunOptions
-from grokverify.report.figures import plot_curves, plot_pairs, plot_survival, plot_values
+from grokverify.report.figures import FigureData, draw_figures
 from grokverify.report.markdown import render_markdown
 from grokverify.report.provenance import provenance
 from grokverify.samples import seed_value
-from grokverify.stats import CRITERIA, ArmSample
 from grokverify.stats.base import jsonable
-from grokverify.stats.common import pair_arms
 from grokverify.store import Store, code_version
-
-# The figure of the metric's per-seed values, by metric kind: Kaplan-Meier curves for censored
-# times, a strip of per-seed dots for signed values.
-_METRIC_FIGURES: dict[str, tuple[str, Callable[[dict[str, ArmSample], str, Path], Path | None]]] = {
-    "time": ("survival", plot_survival),
-    "value": ("values", plot_values),
-}
 
 
 def _label(member: str, arm: str) -> str:
@@ -51,24 +41,6 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
             {"metric": got[0], "metric_observed": got[1], "left_out": None}
         rows.append({"member": member, "arm": arm, **rec["result"]["summary"], **value})
     return rows
-
-
-def _seed_pairs(run: ClaimRun) -> dict[str, tuple[ArmSample, ArmSample]]:
-    """Per member analysed paired, the criterion's two arms aligned by seed number (the seeds
-    both have), for the pairs figure; none for one-arm criteria and unpaired analyses."""
-    claim = run.loaded.claim
-    arms = CRITERIA[claim.criterion.name].arms_of(claim.criterion)
-    if len(arms) != 2:
-        return {}
-    out = {}
-    for member, samples in run.samples.items():
-        result = run.results.get(member)
-        if result is not None and result.details.get("paired") and all(a in samples
-                                                                        for a in arms):
-            pairing = pair_arms(samples[arms[0]], samples[arms[1]], True)
-            if pairing.paired:
-                out[member] = (pairing.base, pairing.treat)
-    return out
 
 
 def _device(record: dict[str, Any]) -> str:
@@ -148,16 +120,9 @@ def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> 
     out.mkdir(parents=True, exist_ok=True)
     records = {_label(p.member, p.arm): [store.get(k) for k in p.keys] for p in run.plans}
     result = build_result(run, records, opts, device)
-    samples = {_label(member, arm): s for member, arms in run.samples.items()
-               for arm, s in arms.items()}
-    metric = run.loaded.claim.metric
-    name, plot_metric = _METRIC_FIGURES[metric.kind]
-    figures = {
-        "curves": plot_curves(records, out / "curves.png"),
-        name: plot_metric(samples, metric.label(), out / f"{name}.png"),
-        "seed pairs": plot_pairs(_seed_pairs(run), metric.label(), out / "pairs.png"),
-    }
-    result["figures"] = {k: v.name for k, v in figures.items() if v is not None}
+    # every registered figure that applies (report.figures.FIGURES), drawn from the result
+    # and the records; result.json names their files and captions
+    result["figures"], result["figure_captions"] = draw_figures(FigureData(result, records), out)
     write_atomic(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")
     write_atomic(out / "report.md", render_markdown(result))
     return out
