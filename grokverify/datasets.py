@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,7 @@ def _checked(name: str, info: ImageDataset, part: str, images: Path,
 
 
 _LOADED: dict[tuple[str, tuple[tuple[str, int, int], ...]], ImageData] = {}
+_LOCK = threading.Lock()  # a trainer's shards load in threads side by side
 
 
 def load(name: str) -> ImageData:
@@ -113,16 +115,19 @@ def load(name: str) -> ImageData:
     found = locate(name)
     paths = [p for pair in found.values() for p in pair]
     stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
-    if (name, stamp) not in _LOADED:
-        info = IMAGE_DATASETS[name]
-        parts = {part: _checked(name, info, part, *found[part]) for part in info.files}
-        h = hashlib.sha256(name.encode())
-        for part in info.files:
-            x, y = parts[part]
-            h.update(f"|{part}|{x.shape[0]}|".encode())
-            h.update(x.tobytes())
-            h.update(y.tobytes())
-        folder = found["train"][0].parent
-        _LOADED.clear()  # one copy in memory at a time
-        _LOADED[(name, stamp)] = ImageData(name, folder, parts, "sha256:" + h.hexdigest()[:32])
-    return _LOADED[(name, stamp)]
+    with _LOCK:
+        data = _LOADED.get((name, stamp))
+        if data is None:
+            info = IMAGE_DATASETS[name]
+            parts = {part: _checked(name, info, part, *found[part]) for part in info.files}
+            h = hashlib.sha256(name.encode())
+            for part in info.files:
+                x, y = parts[part]
+                h.update(f"|{part}|{x.shape[0]}|".encode())
+                h.update(x.tobytes())
+                h.update(y.tobytes())
+            data = ImageData(name, found["train"][0].parent, parts,
+                             "sha256:" + h.hexdigest()[:32])
+            _LOADED.clear()  # one copy in memory at a time
+            _LOADED[(name, stamp)] = data
+    return data

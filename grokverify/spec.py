@@ -176,9 +176,11 @@ class ImageTaskSpec(StrictModel):
         return self.dataset
 
     def table_bytes(self, n_seeds: int) -> int:
-        """The images the seeds use, as float32, held once for all of them."""
-        n, n_train, n_val = self.sizes()
-        return 4 * self.input_size() * min(n_seeds * n_train + n_val, n * n_seeds)
+        """The images the seeds use, as float32, held once for all of them: at most every
+        seed's own rows, and at most the files' rows."""
+        info = IMAGE_DATASETS[self.dataset]
+        rows = min(n_seeds * self.sizes()[0], info.train_rows + info.test_rows)
+        return 4 * self.input_size() * rows
 
     def describe(self) -> str:
         return f"{self.dataset}, n_train {self.n_train}"

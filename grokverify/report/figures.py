@@ -482,7 +482,7 @@ def phase_map_figure(data: FigureData) -> Figure | None:
     ax.legend(handles=[Patch(color=_PHASE_COLOUR[p], label=f"{_PHASE_LETTER[p]} {p}")
                        for p in _PHASES] + [Patch(fc="white", ec="grey", label="tie")],
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("most common phase per cell and its share of the cell's seeds")
+    ax.set_title("most common phase per cell\nand its share of the cell's seeds", fontsize=10)
     return fig
 
 
