@@ -56,7 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=["ray", "local"], default="ray",
                      help="ray (default; local Ray started on the fly) or local (in-process)")
     run.add_argument("--address", default=None,
-                     help="existing Ray cluster (host:port or ray://host:port)")
+                     help="existing Ray cluster: host:port, ray://host:port, or auto "
+                          "($RAY_ADDRESS, else a `ray start` on this host); without it a local "
+                          "Ray is started and RAY_ADDRESS is not used")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
     run.add_argument("--chunk-size", type=int, default=16, help="seeds per trial (default 16)")
     run.add_argument("--cpus-per-task", type=int, default=1,

@@ -144,19 +144,30 @@ def address_problem(address: str) -> str | None:
     return None
 
 
+def _env_address() -> str | None:
+    """RAY_ADDRESS, as Ray reads it (set and not empty)."""
+    return os.environ.get("RAY_ADDRESS") or None
+
+
 def _check_reachable(address: str, timeout: float = 3.0) -> None:
-    """A dead address makes ray.init hang for minutes; a plain TCP connect fails in seconds."""
+    """A dead address makes ray.init hang for minutes; a plain TCP connect fails in seconds.
+    `auto` is checked as RAY_ADDRESS when that is set (ray.init then goes there); otherwise
+    Ray looks for a cluster started on this host with `ray start` and fails at once if none."""
+    source = ""
     if address == "auto":
-        return
+        if _env_address() is None:
+            return
+        address, source = str(_env_address()), " (from RAY_ADDRESS)"
     problem = address_problem(address)
     if problem:
-        raise ExecutionError(problem)
+        raise ExecutionError(problem.replace("--address", "RAY_ADDRESS") if source else problem)
     host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
     except OSError as exc:
-        raise ExecutionError(f"cannot reach Ray at {address} ({exc}); is the cluster up?") from None
+        raise ExecutionError(f"cannot reach Ray at {address}{source} ({exc}); is the cluster "
+                             f"up?") from None
 
 
 class RayExecutor:
@@ -197,9 +208,19 @@ class RayExecutor:
     def describe(self) -> str:
         """Where trials run, as the cluster reports it (said only once Ray is up)."""
         have = self.ray.cluster_resources()
-        where = "a local Ray" if self.address is None else f"the Ray cluster at {self.address}"
-        return (f"{where} ({have.get('CPU', 0):g} CPU, {have.get('GPU', 0):g} GPU), "
+        if self.address is None:
+            where = "a local Ray"
+        elif self.address != "auto":
+            where = f"the Ray cluster at {self.address}"
+        elif _env_address():
+            where = f"the Ray cluster at {_env_address()} (RAY_ADDRESS)"
+        else:  # Ray found it: a `ray start` on this host
+            where = f"the Ray cluster at {self.ray.get_runtime_context().gcs_address} (auto)"
+        line = (f"{where} ({have.get('CPU', 0):g} CPU, {have.get('GPU', 0):g} GPU), "
                 f"device {self.device}")
+        if self.address is None and _env_address():  # the default never follows it
+            line += f"; RAY_ADDRESS={_env_address()} is not used: --address auto uses it"
+        return line
 
     def _check_resources(self) -> None:
         """A task asking for more than any node has waits forever, silently: refuse now."""
@@ -221,6 +242,7 @@ class RayExecutor:
             for t in trials
         }
         done_steps = 0
+        failed: list[str] = []
         try:
             while pending:
                 with _unwrapped_signals():
@@ -230,9 +252,10 @@ class RayExecutor:
                     try:
                         records = ray.get(ref)
                     except ray.exceptions.RayError as exc:
-                        raise ExecutionError(
-                            f"{trial.claim_id}: arm {trial.label}, seeds {list(trial.seeds)} "
-                            f"failed on Ray: {exc}") from exc
+                        # the other trials run on and are stored: one bad arm costs only itself
+                        failed.append(f"{trial.claim_id}: arm {trial.label}, seeds "
+                                      f"{list(trial.seeds)} failed on Ray: {_task_error(exc)}")
+                        continue
                     on_done(trial, records)
                     done_steps += trial.seed_steps
                 on_progress(done_steps, min(len(pending), self.slots()))
@@ -240,6 +263,8 @@ class RayExecutor:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        if failed:
+            raise ExecutionError("; ".join(failed))
 
     def slots(self) -> int:
         cpus = self.ray.cluster_resources().get("CPU", 1.0)
@@ -251,6 +276,15 @@ class RayExecutor:
         if self._tmp is not None:  # the session folder of the Ray this run started
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _task_error(exc: BaseException) -> str:
+    """A task's own exception in one line (`RayTaskError.cause`), not Ray's remote traceback;
+    Ray's own errors (a worker that died more often than `max_retries`) as Ray words them."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {cause}"
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 @contextmanager
