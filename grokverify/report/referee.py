@@ -69,9 +69,11 @@ def _level_words(result: dict[str, Any]) -> str:
     level = float(result["ci_level"])
     alpha = (1.0 - level) / 2.0
     return (f"tested at the {level * 100:.4g}% CI: each side of the claimed region's boundary "
-            f"at one-sided α = {format_number(alpha)}, so SUPPORTED is called at most "
-            f"{format_number(alpha * 100)}% of the time when the true effect lies on the "
-            "boundary or outside the region (and REFUTED likewise from the other side)")
+            f"at one-sided α = {format_number(alpha)}, so SUPPORTED is called, nominally, at "
+            f"most {format_number(alpha * 100)}% of the time when the true effect lies on the "
+            "boundary or outside the region (and REFUTED likewise from the other side); a "
+            "bootstrap interval holds this approximately (docs/verdicts.md gives each "
+            "criterion's measured rate)")
 
 
 def reasoning_lines(res: dict[str, Any]) -> list[str]:
