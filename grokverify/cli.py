@@ -162,6 +162,18 @@ def _use_data_dir(args: argparse.Namespace) -> None:
         os.environ[ENV_VAR] = str(args.data_dir.expanduser().resolve())
 
 
+def _with_their_data(claims: list[LoadedClaim], scale: str, console: Console,
+                     then: str = "") -> list[LoadedClaim]:
+    """The claims whose data files are there; each other one is said SKIPPED, with where its
+    files were looked for (files that are there but wrong raise SpecError: exit 2)."""
+    from grokverify.preflight import data_problems
+
+    skipped = data_problems(claims, scale)
+    for claim_id, why in skipped.items():
+        console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}{then}")
+    return [c for c in claims if c.claim.id not in skipped]
+
+
 def _default_limits() -> tuple[float, float]:
     from grokverify.budget import DEFAULT_LIMITS, GIB
 
@@ -285,7 +297,7 @@ def _print_run(run: ClaimRun, console: Console) -> None:
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import ExecutionError
     from grokverify.pipeline import RunOptions, device_for, run_claims
-    from grokverify.preflight import PathProblem, claim_problems, data_problems, path_problems
+    from grokverify.preflight import PathProblem, claim_problems, path_problems
     from grokverify.report.index import write_suite
     from grokverify.report.suite import read_report
     from grokverify.store import StoreError
@@ -302,10 +314,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     try:
         device = device_for(opts)
         claim_problems(claims, opts, limits, device)
-        skipped = data_problems(claims, opts.scale)
-        for claim_id, why in skipped.items():
-            console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}")
-        claims = [c for c in claims if c.claim.id not in skipped]
+        claims = _with_their_data(claims, opts.scale, console)
         if not claims:
             return EXIT_OK
         path_problems(claims, opts)
@@ -350,7 +359,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     is started (`rebuild.rebuild_claims`)."""
     from grokverify.execute import ExecutionError
     from grokverify.outcome import RunOptions
-    from grokverify.preflight import claim_problems, data_problems
+    from grokverify.preflight import claim_problems
     from grokverify.rebuild import rebuild_claims
     from grokverify.report.index import write_suite
     from grokverify.report.suite import SUITE_FILES, read_report
@@ -368,11 +377,9 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     if not args.store.is_dir():
         console.print(f"[red]error:[/red] no store at {escape(str(args.store))}")
         return EXIT_RUN_FAILED
-    skipped = data_problems(claims, opts.scale)
-    for claim_id, why in skipped.items():
-        console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}; not rebuilt")
+    ready = _with_their_data(claims, opts.scale, console, "; not rebuilt")
     try:
-        done = rebuild_claims([c for c in claims if c.claim.id not in skipped], opts, console)
+        done = rebuild_claims(ready, opts, console)
         reports = [read_report(d.result_json) for d in done if d.result_json is not None]
         suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES) if reports \
             else []
@@ -483,7 +490,6 @@ def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
 def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
     from grokverify.execute import resolve_device
     from grokverify.plan import plan_claim
-    from grokverify.preflight import data_problems
     from grokverify.spec import load_claim
     from grokverify.store import Store
 
@@ -492,8 +498,7 @@ def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
     if args.scale not in loaded.claim.scales:
         console.print(f"[red]error:[/red] no scale {args.scale!r}")
         return EXIT_BAD_INPUT
-    for claim_id, why in data_problems([loaded], args.scale).items():
-        console.print(f"[yellow]SKIPPED[/yellow] {escape(claim_id)}: {escape(why)}")
+    if not _with_their_data([loaded], args.scale, console):
         return EXIT_OK
     try:
         candidates = sorted({int(x) for x in args.candidates.split(",")})

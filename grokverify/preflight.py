@@ -73,7 +73,9 @@ def data_problems(claims: list[LoadedClaim], scale: str) -> dict[str, str]:
                 skipped[loaded.claim.id] = str(exc)
                 continue
             except BadData as exc:
-                problems.append(Problem(str(loaded.path), None, "task.dataset", str(exc)))
+                problems.append(Problem(str(loaded.path),
+                                        loaded.lines.line_of(("base", "task", "dataset")),
+                                        "base.task.dataset", str(exc)))
                 break
             for field, n, part in (("n_train", exp.task.n_train, "train"),
                                    ("n_val", exp.task.n_val, "test")):

@@ -372,3 +372,15 @@ def test_a_draw_larger_than_the_files_is_refused_naming_the_field(
     err = capsys.readouterr().err
     assert "base.task.n_train" in err and "500 images" in err and "holds 120" in err
     assert "Traceback" not in err and not (tmp_path / "store").exists()
+
+
+def test_files_that_are_not_mnist_stop_the_run_naming_the_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    write_tiny_images(tmp_path / "data")
+    _break(tmp_path / "data", "label")
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    assert _run(tmp_path, _claim(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert "base.task.dataset" in err and "label 10" in err and "Traceback" not in err
+    assert not (tmp_path / "store").exists()
