@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                     if saved is not None:
                         os.environ[NICENESS_ENV] = saved
             startup_s = time.perf_counter() - start
-            slots = ray_ex._slots()  # trials Ray runs at a time
+            slots = ray_ex.slots()  # trials Ray runs at a time
             warm_s = 0.0
             if warm:
                 start = time.perf_counter()

@@ -19,11 +19,12 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()
 
 
-def write_atomic(path: Path, text: str, *, fsync: bool = False) -> None:
-    """Write `text` to `path` atomically; on any error nothing is left behind (OSError raised)."""
+def write_atomic(path: Path, text: str | bytes, *, fsync: bool = False) -> None:
+    """Write `text` (or bytes) to `path` atomically; on any error nothing is left behind
+    (OSError raised)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as fh:
             os.fchmod(fh.fileno(), _FILE_MODE)
             fh.write(text)
             if fsync:

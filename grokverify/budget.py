@@ -140,6 +140,26 @@ def estimate(exp: _Experiment, n_seeds: int, shards: int = 1) -> Estimate:
     return Estimate(sum(p.bytes for p in parts), flops, step_flops, parts)
 
 
+# GPU packing (`--gpus-per-task auto`): a chunk of these small models uses a sliver of a GPU
+# (paper 1's MLP at p = 97: 0.15 GiB peak at 8 seeds, 1.36 GiB at 128, measured on an H200:
+# benchmarks/README.md), so each Ray task asks for the share of one GPU its memory needs
+GPU_PACK = 8  # at most this many chunks on one GPU: each is a process with its own CUDA
+# context and its own host thread launching kernels; more would queue for the GPU's time
+CUDA_CONTEXT_BYTES = GIB // 2  # a process's CUDA context and the caching allocator's slack
+DEFAULT_GPU_MEMORY = 16 * GIB  # the smallest data-centre GPU in common use (T4, V100-16GB), so
+# that the default never overfills a GPU; --gpu-memory names the cluster's
+
+
+def gpu_share(exp: _Experiment, n_seeds: int, gpu_memory: int = DEFAULT_GPU_MEMORY) -> float:
+    """The share of one GPU a chunk of `n_seeds` seeds asks Ray for: its estimated peak memory
+    (`estimate`, one batched model; an upper bound on a GPU) plus a CUDA context, over the GPU's
+    memory, rounded up to eighths, at least 1/GPU_PACK. Above 1 the chunk does not fit one GPU
+    (the executor refuses it before submitting anything)."""
+    need = estimate(exp, n_seeds).bytes + CUDA_CONTEXT_BYTES
+    eighths = -(-need * GPU_PACK // gpu_memory)  # ceil without floats
+    return max(1, eighths) / GPU_PACK
+
+
 def statistics_bytes(n_boot: int, n_seeds: int) -> int:
     """Working memory of a bootstrap of `n_boot` resamples of `n_seeds` seeds per arm."""
     return n_boot * n_seeds * STATS_BYTES_PER_DRAW

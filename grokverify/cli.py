@@ -60,11 +60,19 @@ def _parser() -> argparse.ArgumentParser:
                           "($RAY_ADDRESS, else a `ray start` on this host); without it a local "
                           "Ray is started and RAY_ADDRESS is not used")
     run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    run.add_argument("--chunk-size", type=int, default=16, help="seeds per trial (default 16)")
+    run.add_argument("--chunk-size", type=int, default=16,
+                     help="at most this many seeds per trial (default 16); fewer when fewer make "
+                          "a task of 30 s or more that batching would not speed up")
     run.add_argument("--cpus-per-task", type=int, default=1,
                      help="CPU threads per trial (Ray task, or the local executor's one "
                           "process); each thread trains its own shard of the trial's seeds")
-    run.add_argument("--gpus-per-task", type=float, default=1.0)
+    run.add_argument("--gpus-per-task", default="auto", metavar="auto|F",
+                     help="share of one GPU each trial asks Ray for, 0 < F <= 1; auto "
+                          "(default): the chunk's estimated memory plus a CUDA context over "
+                          "--gpu-memory, in eighths, at least 1/8, so up to 8 chunks share a GPU")
+    run.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
+                     help="memory of one of the cluster's GPUs, for --gpus-per-task auto "
+                          "(default 16: no common data-centre GPU has less)")
     _add_data_option(run)
     run.add_argument("--dry-run", action="store_true",
                      help="check the claims, the limits and the paths, say what would be "
@@ -190,11 +198,29 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
                              f"{flops:.0e})")
 
 
+def _gpu_fraction(text: str) -> float | None:
+    """`--gpus-per-task`: auto (None) or a share of one GPU, 0 < F <= 1 (a trial trains on one
+    device, so more than one GPU would sit idle); ValueError says what is wrong."""
+    if text == "auto":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected auto or a number, got {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise ValueError(f"expected auto or 0 < F <= 1, got {text}")
+    return value
+
+
 def _limit_problem(args: argparse.Namespace) -> str | None:
     finite = {"--max-trial-memory": args.max_trial_memory,
               "--max-trial-flops": args.max_trial_flops}
-    if "gpus_per_task" in args:
-        finite["--gpus-per-task"] = args.gpus_per_task
+    if "gpu_memory" in args:
+        finite["--gpu-memory"] = args.gpu_memory
+        try:
+            _gpu_fraction(args.gpus_per_task)
+        except ValueError as exc:
+            return f"--gpus-per-task: {exc}"
     for flag, number in finite.items():
         if number is not None and not (math.isfinite(number) and number > 0):
             return f"{flag} must be a positive number (got {number:g})"
@@ -310,7 +336,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
                       executor=args.executor, address=args.address, device=args.device,
                       chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
-                      gpus_per_task=args.gpus_per_task)
+                      gpus_per_task=_gpu_fraction(args.gpus_per_task),
+                      gpu_memory_gib=args.gpu_memory)
     try:
         device = device_for(opts)
         claim_problems(claims, opts, limits, device)

@@ -15,12 +15,14 @@ import socket
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from grokverify.budget import DEFAULT_GPU_MEMORY, GIB, GPU_PACK, gpu_share
 from grokverify.datasets import ENV_VAR as DATA_ENV_VAR
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
@@ -31,6 +33,15 @@ from grokverify.store import code_version, key_inputs, process_part
 ProgressFn = Callable[[int, int], None]
 OnDone = Callable[[Trial, list[dict[str, Any]]], None]
 OnProgress = Callable[[int, int], None]  # (seed-steps done, running trials)
+# What a Ray task runs: `run_trial`'s arguments (experiment JSON, seeds, device, threads, the
+# keys' process part) -> one record per seed. A seam for benchmarks/scale_sim.py's stand-in.
+TrialFn = Callable[[dict[str, Any], list[int], str, int, dict[str, str]], list[dict[str, Any]]]
+
+# Tasks submitted and not yet returned, per slot: one running and one queued behind it, so a
+# slot never idles while the driver stores the last result, and a driver restart loses no
+# more than that (nothing else was submitted). benchmarks/scale_sim.py measures the choice.
+IN_FLIGHT_PER_SLOT = 2
+SLOTS_REFRESH_S = 10.0  # how often a run re-reads the cluster's size (an autoscaler grows it)
 
 
 class ExecutionError(RuntimeError):
@@ -116,18 +127,30 @@ class LocalExecutor:
         return 1
 
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
+        """As Ray's: a trial that raises is reported against its arm and seeds once the others
+        have run and been stored (an interrupt still stops everything at once)."""
         done = 0
+        failed: list[str] = []
         for trial in trials:
             n = len(trial.seeds)
 
             def tick(step: int, _total: int, base: int = done, n: int = n) -> None:
                 on_progress(base + step * n, 1)
 
-            records = run_trial(trial.experiment.model_dump(mode="json"), list(trial.seeds),
-                                self.device, self.threads, dict(trial.environment), tick)
-            done += trial.seed_steps
+            try:
+                records = run_trial(trial.experiment.model_dump(mode="json"),
+                                    list(trial.seeds), self.device, self.threads,
+                                    dict(trial.environment), tick)
+            except Exception as exc:  # noqa: BLE001 - named per arm below; the rest goes on
+                failed.append(f"{trial.claim_id}: arm {trial.label}, seeds {list(trial.seeds)} "
+                              f"failed: {type(exc).__name__}: {exc}")
+                continue
+            finally:
+                done += trial.seed_steps
             on_done(trial, records)
             on_progress(done, 0)
+        if failed:
+            raise ExecutionError("; ".join(failed))
 
     def close(self) -> None:
         pass
@@ -171,10 +194,15 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
 
 
 class RayExecutor:
-    """Local Ray started on the fly (default) or an existing cluster (`address`)."""
+    """Local Ray started on the fly (default) or an existing cluster (`address`). `task` is
+    what each Ray task runs (default `run_trial`; benchmarks/scale_sim.py passes a stand-in of
+    declared duration), `max_in_flight` the most tasks submitted and not yet returned (default
+    IN_FLIGHT_PER_SLOT a slot)."""
 
     def __init__(self, address: str | None = None, device: str = "cpu", cpus_per_task: int = 1,
-                 gpus_per_task: float = 1.0, num_cpus: int | None = None):
+                 gpus_per_task: float | None = None, num_cpus: int | None = None,
+                 gpu_memory_gib: float | None = None, num_gpus: int | None = None,
+                 task: TrialFn | None = None, max_in_flight: int | None = None):
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if address is None:
             # Embedded start: token auth via the environment (no file, no warning; Ray reads it
@@ -184,14 +212,23 @@ class RayExecutor:
         import ray
 
         self.ray, self.device, self.cpus_per_task = ray, device, cpus_per_task
-        self.gpus_per_task = gpus_per_task if device.startswith("cuda") else 0.0
+        # a fixed share of one GPU per task, or None: each chunk's own (`share`)
+        self.gpus_per_task = gpus_per_task
+        self.gpu_memory = int(gpu_memory_gib * GIB) if gpu_memory_gib else DEFAULT_GPU_MEMORY
         self.address = address
+        # what each task runs (run_trial; a benchmark's stand-in), and the most tasks submitted
+        # at once (default IN_FLIGHT_PER_SLOT per slot, as the cluster's size is at the time)
+        self.task: TrialFn = task or run_trial
+        self.max_in_flight = max_in_flight
         self._tmp: str | None = None
         try:  # a signal or error while Ray starts must still shut down what did start
             with _sigterm_held():
                 if address is None:
                     self._tmp = tempfile.mkdtemp(prefix="gv-ray-", dir="/tmp")
+                    # num_gpus: what the local Ray declares (default: the GPUs it detects;
+                    # tests declare some on a machine without one)
                     ray.init(address="local", num_cpus=num_cpus or os.cpu_count(),
+                             num_gpus=num_gpus,
                              object_store_memory=256 * 1024**2, include_dashboard=False,
                              _temp_dir=self._tmp, log_to_driver=False, logging_level="ERROR")
                 else:
@@ -218,14 +255,31 @@ class RayExecutor:
             where = f"the Ray cluster at {self.ray.get_runtime_context().gcs_address} (auto)"
         line = (f"{where} ({have.get('CPU', 0):g} CPU, {have.get('GPU', 0):g} GPU), "
                 f"device {self.device}")
+        if self.device.startswith("cuda"):
+            line += (f", {self.gpus_per_task:g} GPU a trial" if self.gpus_per_task is not None
+                     else f", each trial the share of a {self.gpu_memory / GIB:g} GiB GPU its "
+                          f"memory needs (eighths, at least 1/{GPU_PACK})")
         if self.address is None and _env_address():  # the default never follows it
             line += f"; RAY_ADDRESS={_env_address()} is not used: --address auto uses it"
         return line
 
+    def share(self, trial: Trial) -> float:
+        """The GPUs one trial's task asks for: none on a CPU; `--gpus-per-task` when given;
+        else the chunk's share of one GPU by its estimated memory (`budget.gpu_share`: up to
+        GPU_PACK chunks on one GPU)."""
+        if not self.device.startswith("cuda"):
+            return 0.0
+        if self.gpus_per_task is not None:
+            return self.gpus_per_task
+        return gpu_share(trial.experiment, len(trial.seeds), self.gpu_memory)
+
     def _check_resources(self) -> None:
-        """A task asking for more than any node has waits forever, silently: refuse now."""
+        """A task asking for more than any node has waits forever, silently: refuse now (a
+        chunk's GPU share is checked against one GPU in `run`, before anything is submitted)."""
         have = self.ray.cluster_resources()
-        wants = {"CPU": float(self.cpus_per_task), "GPU": self.gpus_per_task}
+        least_gpu = 1 / GPU_PACK if self.gpus_per_task is None else self.gpus_per_task
+        wants = {"CPU": float(self.cpus_per_task),
+                 "GPU": least_gpu if self.device.startswith("cuda") else 0.0}
         for name, amount in wants.items():
             if amount > 0 and have.get(name, 0.0) < amount:
                 raise ExecutionError(
@@ -233,20 +287,51 @@ class RayExecutor:
                     f"{have.get(name, 0.0):g}; use --device cpu or a cluster with {name}s")
 
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
+        """Submit trials while fewer than the cap are in flight, store each result as it
+        returns (through `on_done`, in the driver: no shared filesystem), submit the next. A
+        task that raises is reported against its arm once the rest are done; a killed worker's
+        task is retried (`max_retries`); on an interrupt every task in flight is cancelled and
+        the trials never submitted are simply not run."""
         ray = self.ray
-        remote = ray.remote(run_trial).options(
-            num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task, max_retries=2)
-        pending = {
-            remote.remote(t.experiment.model_dump(mode="json"), list(t.seeds), self.device,
-                          self.cpus_per_task, dict(t.environment)): t
-            for t in trials
-        }
+        shares = {id(t): self.share(t) for t in trials}
+        too_big = [t for t in trials if shares[id(t)] > 1]
+        if too_big:  # a task asking for more than one GPU would wait forever
+            t = too_big[0]
+            raise ExecutionError(
+                f"{t.claim_id}: a chunk of {len(t.seeds)} seeds of arm {t.label} needs about "
+                f"{shares[id(t)] * self.gpu_memory / GIB:.3g} GiB of GPU memory with its CUDA "
+                f"context, more than one GPU's {self.gpu_memory / GIB:g} GiB (--gpu-memory); "
+                f"use a smaller --chunk-size")
+        remote = ray.remote(self.task)
+        by_share: dict[float, Any] = {}  # the task with its options, one per GPU share
+        queue = deque(trials)
+        pending: dict[Any, Trial] = {}
+        exp_json: dict[int, dict[str, Any]] = {}  # one JSON per experiment, not per trial
+        slots, slots_at = self.slots(), time.monotonic()
         done_steps = 0
         failed: list[str] = []
         try:
-            while pending:
+            while queue or pending:
+                if time.monotonic() - slots_at > SLOTS_REFRESH_S:
+                    slots, slots_at = self.slots(), time.monotonic()
+                cap = self.max_in_flight or IN_FLIGHT_PER_SLOT * slots
+                while queue and len(pending) < cap:
+                    t = queue.popleft()
+                    spec = exp_json.get(id(t.experiment))
+                    if spec is None:
+                        spec = exp_json[id(t.experiment)] = t.experiment.model_dump(mode="json")
+                    share = shares[id(t)]
+                    if share not in by_share:
+                        by_share[share] = remote.options(num_cpus=self.cpus_per_task,
+                                                         num_gpus=share, max_retries=2)
+                    ref = by_share[share].remote(spec, list(t.seeds), self.device,
+                                                 self.cpus_per_task, dict(t.environment))
+                    pending[ref] = t
                 with _unwrapped_signals():
-                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    ready, rest = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    if ready and rest:  # take every result that is in, not one a wait
+                        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                        ready += more
                 for ref in ready:
                     trial = pending.pop(ref)
                     try:
@@ -258,7 +343,7 @@ class RayExecutor:
                         continue
                     on_done(trial, records)
                     done_steps += trial.seed_steps
-                on_progress(done_steps, min(len(pending), self.slots()))
+                on_progress(done_steps, min(len(pending), slots))
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)

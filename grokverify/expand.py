@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from grokverify.budget import estimate
 from grokverify.spec import ExperimentSpec, LoadedClaim
-from grokverify.store import Store, process_part, record_key
+from grokverify.store import Store, process_part, record_keys
 
 
 @dataclass(frozen=True)
@@ -50,16 +51,60 @@ def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
     plans = []
     for member, arms in loaded.members(scale).items():
         for arm, exp in arms.items():
-            keys = tuple(record_key(exp, s, device_type) for s in seeds)
+            keys = record_keys(exp, seeds, device_type)
             plans.append(ArmPlan(member, arm, exp, seeds, keys))
     return plans
 
 
+# Work sizing (issue 18). A task should last at least TASK_MIN_S: Ray's own cost of a task (5-10
+# ms warm, ~6 s for a fresh worker's first trial: ../shared/ray-notes.md) is then noise, and a
+# driver that stores ~200 trials a second (benchmarks/scale_sim.py) keeps 200 x 30 = 6,000 slots
+# busy. Batching seeds pays while a step's fixed cost is a large share of it (overhead-bound small
+# models, and any model on a GPU): a chunk also grows until that share is under
+# BATCH_FIXED_SHARE. Durations come from budget.estimate's flops and STEP_COST.
+TASK_MIN_S = 30.0
+BATCH_FIXED_SHARE = 0.1
+# device type -> (fixed seconds a training step, flop/s of its arithmetic per CPU thread or per
+# GPU), for sizing only (within ~2x): fitted to the engine on a loaded 2-core EPYC (the toy and
+# the p = 31 MLP, 1-16 seeds: 0-1.2 ms and 3-7e10 flop/s) and to the H200 table in
+# benchmarks/README.md (paper 1's MLP, 8-512 seeds: ~1.8 ms, ~5e13 flop/s).
+STEP_COST: dict[str, tuple[float, float]] = {"cpu": (1e-3, 4e10), "cuda": (1.8e-3, 5e13)}
+
+
+def expected_seconds(exp: ExperimentSpec, n_seeds: int, device_type: str,
+                     threads: int = 1) -> float:
+    """A trial's expected duration at its full step budget (early stopping only shortens it):
+    the steps' fixed cost plus `budget.estimate`'s flops at the device's rate, a CPU trial's
+    shards (one per thread) side by side."""
+    fixed, rate = STEP_COST["cpu" if device_type == "cpu" else "cuda"]
+    shards = max(1, threads) if device_type == "cpu" else 1
+    return exp.training.steps * fixed + estimate(exp, n_seeds, shards).flops / (rate * shards)
+
+
+def chunk_seeds(exp: ExperimentSpec, most: int, device_type: str, threads: int = 1) -> int:
+    """Seeds per trial: the fewest that make a task last at least TASK_MIN_S with the steps'
+    fixed cost at most BATCH_FIXED_SHARE of it, and never more than `most` (--chunk-size); at
+    least two a shard (one per CPU thread; a GPU trial is one shard), since a lone seed trains
+    beside a ghost copy at the cost of two (`budget.batched_seeds`). Fewer seeds a task means
+    more tasks to spread over a cluster and less lost to a driver restart; on a CPU a long trial
+    of a compute-bound model goes two seeds a shard (batching more gains nothing:
+    ../shared/perf-notes.md), the toy and anything on a GPU batch up to `most`. A seed's record
+    does not depend on its chunk (docs/determinism.md)."""
+    fixed = STEP_COST["cpu" if device_type == "cpu" else "cuda"][0] * exp.training.steps
+    shards = max(1, threads) if device_type == "cpu" else 1
+    for n in range(min(most, 2 * shards), most):
+        seconds = expected_seconds(exp, n, device_type, threads)
+        if seconds >= TASK_MIN_S and fixed <= BATCH_FIXED_SHARE * seconds:
+            return n
+    return max(1, most)
+
+
 def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size: int,
-                   device_type: str) -> list[Trial]:
+                   device_type: str, threads: int = 1) -> list[Trial]:
     """Seeds without a sound record (missing, or damaged: `Store.has` checks each record's
-    digest), in chunks of at most chunk_size per arm. Arms with the same resolved experiment
-    share records, so a seed is scheduled once."""
+    digest), in chunks of `chunk_seeds` seeds per arm (at most chunk_size; `threads`: CPU
+    threads a trial trains on). Arms with the same resolved experiment share records, so a seed
+    is scheduled once."""
     trials: list[Trial] = []
     scheduled: set[str] = set()
     for plan in plans:
@@ -67,11 +112,23 @@ def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size
         todo = [(s, k) for s, k in zip(plan.seeds, plan.keys, strict=True)
                 if k not in scheduled and not store.has(k)]
         scheduled.update(k for _, k in todo)
-        for i in range(0, len(todo), chunk_size):
-            part = todo[i:i + chunk_size]
+        size = chunk_seeds(plan.experiment, chunk_size, device_type, threads) if todo else 1
+        for part in _even_parts(todo, -(-len(todo) // size)):
             trials.append(Trial(claim_id, plan.member, plan.arm, plan.experiment,
                                 tuple(s for s, _ in part), tuple(k for _, k in part), env))
     return trials
+
+
+def _even_parts(items: list[tuple[int, str]], n: int) -> list[list[tuple[int, str]]]:
+    """`items` in `n` consecutive parts whose sizes differ by at most one (8 seeds at 7 a chunk
+    are 4 + 4, not 7 + 1: a lone seed trains beside a ghost copy, at the cost of two)."""
+    small, extra = divmod(len(items), max(1, n))
+    out, i = [], 0
+    for j in range(n):
+        size = small + (j < extra)
+        out.append(items[i:i + size])
+        i += size
+    return [part for part in out if part]
 
 
 def spread(trials: list[Trial], slots: int) -> list[Trial]:

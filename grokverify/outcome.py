@@ -31,7 +31,8 @@ class RunOptions:
     device: str = "auto"
     chunk_size: int = 16
     cpus_per_task: int = 1
-    gpus_per_task: float = 1.0
+    gpus_per_task: float | None = None  # None: each chunk's share (budget.gpu_share)
+    gpu_memory_gib: float | None = None  # per GPU, for that share (None: budget's default)
 
 
 @dataclass

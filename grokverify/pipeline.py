@@ -6,7 +6,10 @@ every sequential round), and nothing is started when every record is already sto
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +45,50 @@ def _make_executor(opts: RunOptions, device: str) -> Executor:
     if opts.executor == "local":
         return EXECUTORS["local"](device=device, threads=opts.cpus_per_task)
     return EXECUTORS["ray"](address=opts.address, device=device,
-                            cpus_per_task=opts.cpus_per_task, gpus_per_task=opts.gpus_per_task)
+                            cpus_per_task=opts.cpus_per_task, gpus_per_task=opts.gpus_per_task,
+                            gpu_memory_gib=opts.gpu_memory_gib)
+
+
+# A record's write waits on the disk (fsync: 4 ms on an idle disk here, 12-50 ms on a busy one)
+# after ~1 ms of CPU, so the driver writes on a few threads and goes back to Ray at once: 4
+# threads stored ~7x as many records a second as one, 16 ~8x (benchmarks/scale_sim.py). At most
+# WRITES_QUEUED trials wait to be written: beyond, the driver's loop waits, so its memory stays
+# flat on a disk slower than the cluster, and a driver killed outright (SIGKILL, a crash) loses
+# its tasks in flight and at most these results (Ctrl-C and SIGTERM write them first).
+WRITER_THREADS = 8
+WRITES_QUEUED = 2 * WRITER_THREADS
+
+
+class _Writer:
+    """Stores each finished trial's records and releases their locks, on WRITER_THREADS
+    threads; then calls `after` (on that thread). A write's error is raised at a later `put`
+    (so the run stops, its tasks cancelled) or at `close`, which waits for every write, an
+    interrupted run's too: no result that came back is lost."""
+
+    def __init__(self, store: Store, after: Callable[[Trial, list[dict[str, Any]]], None]):
+        self.store, self.after = store, after
+        self.pool = ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="gv-store")
+        self.queued: list[Future[None]] = []
+
+    def _write(self, trial: Trial, records: list[dict[str, Any]]) -> None:
+        for key, rec in zip(trial.keys, records, strict=True):
+            self.store.put(key, rec)
+            self.store.unlock(key)
+        self.after(trial, records)
+
+    def put(self, trial: Trial, records: list[dict[str, Any]]) -> None:
+        if len(self.queued) >= WRITES_QUEUED:
+            self.queued[0].result()
+        for fut in [f for f in self.queued if f.done()]:
+            self.queued.remove(fut)
+            fut.result()  # a failed write's StoreError, here
+        self.queued.append(self.pool.submit(self._write, trial, records))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for fut in self.queued:
+            fut.result()
+        self.queued.clear()
 
 
 class _Trainer:
@@ -75,20 +121,27 @@ class _Trainer:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
             done = {"seeds": 0, "trials": 0}
+            counting = threading.Lock()
+
+            def stored(trial: Trial, records: list[dict[str, Any]]) -> None:
+                with counting:  # on a writer thread
+                    done["seeds"] += len(records)
+                    done["trials"] += 1
+                    progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
+
+            writer = _Writer(self.store, stored)
 
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
-                for key, rec in zip(trial.keys, records, strict=True):
-                    self.store.put(key, rec)
-                    self.store.unlock(key)
-                done["seeds"] += len(records)
-                done["trials"] += 1
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
-                progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
+                writer.put(trial, records)
 
             def on_progress(steps_done: int, running: int) -> None:
                 progress.update(task, completed=steps_done, running=running)
 
-            self.executor.run(trials, on_done, on_progress)
+            try:
+                self.executor.run(trials, on_done, on_progress)
+            finally:
+                writer.close()
         self.console.print(f"[dim]trained {n_seeds} seed(s) in "
                            f"{time.perf_counter() - start:.1f} s[/dim]")
         return walls
@@ -200,13 +253,15 @@ def seeding(loaded: LoadedClaim, scale: str, override: int | None) -> Rounds:
                                 CRITERIA[loaded.claim.criterion.name].information)
 
 
-def analyse(run: ClaimRun, store: Store, look: Look) -> None:
-    """Per member: records → samples → criterion; then the family combination, if any."""
+def analyse(run: ClaimRun, store: Store, look: Look) -> list[list[dict[str, Any]]]:
+    """Per member: records → samples → criterion; then the family combination, if any.
+    Returns the records read, one list per plan (the report draws from the same ones)."""
     claim = run.loaded.claim
     criterion = CRITERIA[claim.criterion.name]
     params: BaseModel = Rounds.params_at(claim.criterion, look)
     extra = criterion.metrics_of(claim.criterion) if criterion.metrics_of else []
     run.samples = {}
+    read = []
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
@@ -215,6 +270,7 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> None:
                                  f"for seeds {missing}")
         sample = arm_sample(plan.arm, records, claim.metric, extra)  # type: ignore[arg-type]
         run.samples.setdefault(plan.member, {})[plan.arm] = sample
+        read.append(records)
     run.results = {member: criterion.run(params, samples)
                    for member, samples in run.samples.items()}
     run.family = (combine(run.results, claim.family.correction, claim.family.claims)
@@ -224,6 +280,7 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> None:
         run.family.trend = fit_trend(
             {m: (trend.x[m], r.estimate, r.ci, r.ci_level) for m, r in run.results.items()},
             trend.fit, trend.ci_level)
+    return read  # type: ignore[return-value]  # no None left: missing seeds raised above
 
 
 def _open_look(run: ClaimRun) -> Look:
@@ -303,7 +360,8 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                 look = _open_look(run)
                 run.plans = plan_arms(run.loaded, opts.scale, device, look.n)
                 trials.extend(pending_trials(run.loaded.claim.id, run.plans, store,
-                                             opts.chunk_size, device.split(":")[0]))
+                                             opts.chunk_size, device.split(":")[0],
+                                             opts.cpus_per_task))
             _say_damaged(store, open_runs, console,
                          "retraining it" if train else "it counts as missing")
             if trials and not train:
@@ -316,13 +374,13 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                 look = _open_look(run)
                 run.train_wall_s += walls.get(run.loaded.claim.id, 0.0)
                 run.trained += trained.get(run.loaded.claim.id, 0)
-                analyse(run, store, look)
+                records = analyse(run, store, look)
                 run.rounds.append(_round_record(run, look))
                 run.seeding.record(run.verdict)  # a family decides on the family's verdict
                 if run.seeding.done:
                     run.reused = len({k for p in run.plans for k in p.keys}) - run.trained
                     run.wall_s = time.perf_counter() - start
-                    run.report_dir = write_report(run, store, opts, device)
+                    run.report_dir = write_report(run, records, opts, device)
                 else:
                     still_open.append(run)
             open_runs = still_open

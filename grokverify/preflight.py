@@ -136,7 +136,8 @@ def plan_run(claims: list[LoadedClaim], opts: RunOptions, device: str) -> list[P
     for loaded in claims:
         n = _most_seeds(loaded, opts)
         plans = plan_arms(loaded, opts.scale, device_type, n)
-        trials = pending_trials(loaded.claim.id, plans, store, opts.chunk_size, device_type)
+        trials = pending_trials(loaded.claim.id, plans, store, opts.chunk_size, device_type,
+                                opts.cpus_per_task)
         keys = {k for p in plans for k in p.keys}
         estimates = [estimate(t.experiment, len(t.seeds), _shards(opts, device))
                      for t in trials]

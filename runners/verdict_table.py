@@ -1,7 +1,9 @@
 """Print the markdown table of verdicts of a reports folder (one result.json per claim), for the
 library's README: claim, role, verdict, the estimate and CI (or each family member's verdict; for
-an open question's family each member's estimate and CI and the fitted trend), seeds, the run's
-wall time with how many seeds it trained and reused, and what the claim's paper
+an open question's family each member's estimate and CI and the fitted trend), seeds, the
+training time of its records (each chunk once, whichever run trained it; the run's own wall time
+for results written before records_train_s existed) with how many seeds the run trained and
+reused, and what the claim's paper
 scale would cost: its arithmetic (`grokverify.budget.estimate`, every seed to the full budget)
 and the CPU core-hours that is at 43 GFLOP/s a core, the rate measured for paper 1's MLP at
 p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md), and the GPU-hours of an NVIDIA H200
@@ -78,6 +80,9 @@ def row(result: dict) -> str:
     seeds = len(result["per_seed"])
     minutes = prov["wall_s"] / 60
     work = f"{prov['seeds_trained_now']} trained, {prov['seeds_reused']} reused"
+    if "records_train_s" in prov:  # a rebuilt report's wall is the rebuild's: show the records'
+        minutes = prov["records_train_s"] / 60
+        work = f"its records' training; this run {prov['wall_s']:.0f} s, {work}"
     loaded = load_claim(REPO / claim["file"])
     paper = "paper" if "paper" in loaded.claim.scales else None
     flops = scale_flops(loaded, paper) if paper else float("nan")

@@ -270,3 +270,25 @@ def test_a_bootstrap_over_the_limit_is_refused_at_n_boot(tmp_path: Path) -> None
     (problem,) = check(load_claim(_claim(tmp_path, text)), Limits(max_statistics_bytes=GIB // 10))
     assert (problem.line, problem.path) == (_line(text, "n_boot"), "criterion.n_boot")
     assert "a bootstrap of 100000 resamples of 8 seeds needs about 122 MiB" in problem.message
+
+
+def _adam_lr_paper_arm() -> ExperimentSpec:
+    loaded = load_claim(Path(__file__).parents[1] / "claims" / "adam_lr.yaml")
+    return next(iter(loaded.members("paper").values()))["adam"]
+
+
+def test_gpu_share_packs_small_chunks_eight_to_a_gpu() -> None:
+    """`--gpus-per-task auto`: paper 1's MLP at p = 97 (0.15 GiB measured at 8 seeds on an
+    H200) asks for 1/8 of a 16 GiB GPU; a share grows in eighths with the chunk's memory."""
+    from grokverify.budget import CUDA_CONTEXT_BYTES, GPU_PACK, gpu_share
+
+    exp = _adam_lr_paper_arm()
+    assert gpu_share(exp, 8) == 1 / GPU_PACK == 0.125
+    for n in (1, 16, 64, 512, 4096):
+        share = gpu_share(exp, n)
+        need = estimate(exp, n).bytes + CUDA_CONTEXT_BYTES
+        assert (share * GPU_PACK).is_integer() and share >= 1 / GPU_PACK
+        assert share * 16 * GIB >= need  # never less than the chunk needs
+        assert share == 1 / GPU_PACK or (share - 1 / GPU_PACK) * 16 * GIB < need
+    assert gpu_share(exp, 4096) > 1  # does not fit one 16 GiB GPU: refused before submission
+    assert gpu_share(exp, 512, 141 * GIB) < gpu_share(exp, 512)  # a bigger GPU packs more

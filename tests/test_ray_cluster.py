@@ -106,6 +106,11 @@ class Head:
         return {int(p.name): json.loads(p.read_text()) for p in folder.glob("*")
                 if p.read_text()} if folder.is_dir() else {}
 
+    def started(self) -> list[list[int]]:
+        """The seeds of every task attempt that started training on this head, in order."""
+        log = self.faults / "started"
+        return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
     def driver_logs(self, pid: int) -> list[Path]:
         """The log files a driver with this pid left in the head's session (if it attached)."""
         return list(self.tmp.glob(f"session_*/logs/*driver*_{pid}.*"))
@@ -357,3 +362,32 @@ def test_ctrl_c_cancels_the_tasks_and_leaves_the_store_sound(
     assert len(_records(store)) == 3
     assert _verify(store) == 0
     assert not list((store / "locks").glob("*.lock"))
+
+
+def test_a_killed_driver_loses_only_its_tasks_in_flight(fresh: Head, tmp_path: Path) -> None:
+    """A driver SIGKILLed mid-run (a crash, or a restart) on a 2-CPU head: it had submitted at
+    most IN_FLIGHT_PER_SLOT x 2 tasks beyond those it stored, never the whole run; the rerun on
+    the same store trains exactly the seeds not stored and reuses the others unchanged."""
+    from grokverify.execute import IN_FLIGHT_PER_SLOT
+
+    claim = _claim(tmp_path, 2000, 100)
+    args = ("--address", fresh.address, "--chunk-size", "1", "--seeds", "5")  # 10 trials
+    proc = _cli(tmp_path, claim, *args, env=fresh.env())
+    store = tmp_path / "store"
+    _wait_for("two records", lambda: len(_records(store)) >= 2, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    before = {k: r["created"] for k, r in _records(store).items()}
+    started = {tuple(s) for s in fresh.started()}
+    assert 2 <= len(before) < 10, "the kill should land mid-run"
+    assert len(started) - len(before) <= IN_FLIGHT_PER_SLOT * 2, \
+        f"more than the cap was in flight: {len(started)} started, {len(before)} stored"
+
+    rc, out = _finish(_cli(tmp_path, claim, *args, env=fresh.env()))
+    assert rc == 0, out
+    assert f"trained {10 - len(before)} seed(s), reused {len(before)}" in out
+    after = _records(store)
+    assert len(after) == 10
+    assert all(after[k]["created"] == created for k, created in before.items())  # not retrained
+    assert set(_log_keys(store).values()) == {1}, "a seed was written twice"
+    assert not list((store / "locks").glob("*.lock")), "the dead driver's locks were taken over"

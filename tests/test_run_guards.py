@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -41,7 +42,10 @@ def _records(tmp_path: Path) -> list[Path]:
     (("--cpus-per-task", "0"), "--cpus-per-task must be >= 1"),
     (("--seeds", "0"), "--seeds must be >= 1"),
     (("--seeds", "1001"), "--seeds must be <= 1000"),
-    (("--gpus-per-task", "nan"), "--gpus-per-task must be a positive number"),
+    (("--gpus-per-task", "nan"), "--gpus-per-task: expected auto or 0 < F <= 1, got nan"),
+    (("--gpus-per-task", "1.5"), "--gpus-per-task: expected auto or 0 < F <= 1, got 1.5"),
+    (("--gpus-per-task", "half"), "--gpus-per-task: expected auto or a number, got 'half'"),
+    (("--gpu-memory", "0"), "--gpu-memory must be a positive number"),
     (("--max-trial-memory", "-1"), "--max-trial-memory must be a positive number"),
 ])
 def test_bad_option_exits_2_before_anything(extra: tuple[str, ...], words: str, tmp_path: Path,
@@ -237,3 +241,26 @@ def test_the_limit_override_lets_a_big_claim_through(capsys: pytest.CaptureFixtu
     assert "over the limit of 16 GiB" in capsys.readouterr().err
     assert main(["validate", str(big), "--max-trial-memory", "64"]) == 0
     assert main(["validate", str(big), "--max-trial-memory", "inf"]) == 2
+
+
+def test_a_raising_trial_in_process_is_named_and_the_others_stored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local executor as Ray's: the arm that raised is named with its seeds (no traceback),
+    exit 1, and the other arm's records are in the store for the next run."""
+    from grokverify.engine import loop
+
+    real = loop.train_seeds
+
+    def flaky(exp: Any, seeds: list[int], *args: Any) -> Any:
+        if exp.optimizer.emb_lr_mult == 10:
+            raise FloatingPointError("boom")
+        return real(exp, seeds, *args)
+
+    monkeypatch.setattr(loop, "train_seeds", flaky)
+    assert _run(tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "tiny: arm c10, seeds [0, 1, 2] failed: FloatingPointError: boom" in " ".join(
+        out.split())
+    assert "Traceback" not in out
+    assert len(_records(tmp_path)) == 3  # c1's three seeds

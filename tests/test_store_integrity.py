@@ -370,3 +370,40 @@ def test_one_of_two_racing_threads_takes_over_a_stale_lock(tmp_path: Path) -> No
             assert sorted(won) == [False, True], round_
     finally:
         sys.setswitchinterval(old)
+
+
+def test_a_record_found_sound_then_edited_is_damaged_on_the_next_read(store: Path) -> None:
+    """`Store.get` only re-parses a file it has already found sound while it is the same file;
+    an edit after the first read (another size or modification time) is checked in full."""
+    s = Store(store)
+    path = _records(store)[0]
+    key = path.stem
+    first = s.get(key)
+    assert first is not None and s.get(key) == first  # the remembered file, parsed again
+    _edit(path, lambda rec: rec["result"]["summary"].update(seed=99))
+    assert s.get(key) is None
+    assert key in s.damaged
+    assert not s.has(key)
+
+
+def test_a_record_replaced_by_another_sound_one_is_read_afresh(store: Path) -> None:
+    """The memo is by file identity, not by key: a record rewritten in place (a retrain) is
+    read and checked as the new file."""
+    s = Store(store)
+    path = _records(store)[0]
+    rec = s.get(path.stem)
+    assert rec is not None
+    rec["result"]["summary"]["note"] = "retrained"
+    s.put(path.stem, rec)
+    again = s.get(path.stem)
+    assert again is not None and again["result"]["summary"]["note"] == "retrained"
+
+
+def test_record_keys_equal_record_key_per_seed() -> None:
+    from grokverify.spec import load_claim
+    from grokverify.store import record_key, record_keys
+
+    exp = next(iter(load_claim(TINY).members("quick").values())).popitem()[1]
+    seeds = (0, 3, 7)
+    assert record_keys(exp, seeds, "cpu") == tuple(record_key(exp, s, "cpu") for s in seeds)
+    assert len(set(record_keys(exp, seeds, "cpu"))) == 3

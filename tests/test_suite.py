@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -177,3 +178,33 @@ def test_each_section_has_the_referee_structure(suite: Path) -> None:
     assert alts[:3] == list(captions.values())
     text = "".join(page.text)
     assert "Reasoning" in text and "grokverify plan" in text
+
+
+def test_wall_column_shows_the_records_training_time_in_a_run_and_a_rebuild(
+        tmp_path: Path) -> None:
+    """A rebuilt report's own wall time is the rebuild's; the records' training time (each
+    chunk's wall once) is the claim's cost, the same whichever run trained them."""
+    from rich.console import Console
+    from suitedata import TINY, tiny_options, tiny_run
+
+    from grokverify.pipeline import run_claims
+    from grokverify.report.cells import cells
+    from grokverify.report.suite import suite_row
+    from grokverify.spec import load_claim
+
+    stored = [json.loads(p.read_text()) for p in (tiny_run() / "store").rglob("*.json")
+              if p.parent.parent.name == "records"]
+    chunks = {(r["key_inputs"]["experiment"], r["host"], r["created"],
+               tuple(r["chunk_seeds"])): r["chunk_wall_s"] for r in stored}
+    assert len(chunks) < len(stored)  # chunks of several seeds: each counted once
+    want = round(sum(chunks.values()), 2)
+    ran = tiny_result()["provenance"]
+    assert ran["records_train_s"] == want and ran["seeds_trained_now"] == 6
+
+    opts = replace(tiny_options(tiny_run()), reports=tmp_path)
+    run_claims([load_claim(TINY)], opts, Console(quiet=True), train=False)
+    rebuilt = json.loads((tmp_path / "tiny" / "result.json").read_text())
+    assert rebuilt["provenance"]["records_train_s"] == want
+    assert rebuilt["provenance"]["seeds_trained_now"] == 0
+    text, key = cells(suite_row(rebuilt, "tiny/result.json"))["wall"]
+    assert f"its records: {want / 60:.1f} min of training" in text and key == want

@@ -10,6 +10,7 @@ its order in lightness too), bands are translucent fills of the arm's colour, te
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import textwrap
@@ -27,6 +28,8 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
+from grokverify.atomic import write_atomic  # noqa: E402
+from grokverify.report.png import palette_png  # noqa: E402
 from grokverify.stats import ArmSample  # noqa: E402
 
 Record = dict[str, Any]
@@ -625,7 +628,12 @@ def draw_figures(data: FigureData, folder: Path) -> tuple[dict[str, str], dict[s
             continue
         with plt.rc_context(_STYLE):
             fig.tight_layout()
-            fig.savefig(path)
+            # tight_layout leaves a placeholder layout engine, for which savefig draws the
+            # figure twice (the first time only to lay it out again): half a report's time
+            fig.set_layout_engine(None)
+            png = io.BytesIO()
+            fig.savefig(png, format="png")
         plt.close(fig)
+        write_atomic(path, palette_png(png.getvalue()))
         files[name], captions[name] = spec.file, spec.caption
     return files, captions

@@ -10,7 +10,6 @@ data: images, so the page fetches nothing from anywhere even if something slippe
 from __future__ import annotations
 
 import base64
-import io
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from markdown_it import MarkdownIt
 
 from grokverify.report.cells import COLUMNS, cells
 from grokverify.report.markdown import figure_caption
+from grokverify.report.png import palette_png
 from grokverify.report.suite import ClaimReport
 from grokverify.report.suite_md import section_head, section_tail
 
@@ -73,21 +73,6 @@ fp.addEventListener('change',f);fv.addEventListener('change',f);})();
 """
 
 
-def _palette_png(raw: bytes) -> bytes:
-    """The PNG reduced to 128 colours (no dithering), about a third of matplotlib's size and
-    the same to the eye for these plots; the original where Pillow cannot read it."""
-    try:
-        from PIL import Image
-
-        image = Image.open(io.BytesIO(raw)).convert("RGB")
-        out = io.BytesIO()
-        image.quantize(colors=128, method=Image.Quantize.MEDIANCUT,
-                       dither=Image.Dither.NONE).save(out, "PNG", optimize=True)
-    except Exception:  # noqa: BLE001 - any unreadable image is embedded as it is
-        return raw
-    return out.getvalue() if len(out.getvalue()) < len(raw) else raw
-
-
 def data_uri(path: Path) -> str | None:
     """The image file as a data: URI (a PNG palette-reduced, to keep the page small); None
     when it cannot be read or is not an image."""
@@ -99,7 +84,7 @@ def data_uri(path: Path) -> str | None:
     if not raw:
         return None
     if mime == "image/png":
-        raw = _palette_png(raw)
+        raw = palette_png(raw)
     return f"data:{mime};base64,{base64.b64encode(raw).decode('ascii')}"
 
 

@@ -410,7 +410,9 @@ def render_markdown(res: dict[str, Any]) -> str:
               f"- seeds trained in this run: {prov['seeds_trained_now']}, reused from the store: "
               f"{prov['seeds_reused']} (store {code(prov['store'])})",
               f"- training time in this run (sum over trials): {prov['train_wall_s']} s; "
-              f"wall time of the run: {prov['wall_s']} s; finished {prov['finished']}",
+              f"wall time of the run: {prov['wall_s']} s; finished {prov['finished']}"
+              + (f"; training time of all its records (each chunk once, whichever run trained "
+                 f"it): {prov['records_train_s']} s" if "records_train_s" in prov else ""),
               f"- packages: {', '.join(f'{k} {v}' for k, v in prov['packages'].items() if v)}",
               f"- python {prov['python']} on {prov['platform']}",
               "- store keys: see `result.json` (`arms.<arm>.store_keys`)",

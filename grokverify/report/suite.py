@@ -103,7 +103,8 @@ def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
         "verdict": res["verdict"], "reason": res["reason"],
         "seeds_per_arm": _seeds_per_arm(res),
         "seed_runs": len(res["per_seed"]),
-        "wall_s": prov["wall_s"], "trained": prov["seeds_trained_now"],
+        "wall_s": prov["wall_s"], "records_train_s": prov.get("records_train_s"),
+        "trained": prov["seeds_trained_now"],
         "reused": prov["seeds_reused"], "claim_file": claim["file"],
         "command": reproduce_command(res), "result_json": result_json,
     }

@@ -22,7 +22,7 @@ from grokverify.report.markdown import render_markdown
 from grokverify.report.provenance import provenance
 from grokverify.samples import seed_value
 from grokverify.stats.base import jsonable
-from grokverify.store import Store, code_version
+from grokverify.store import code_version
 
 
 def _label(member: str, arm: str) -> str:
@@ -60,6 +60,16 @@ def _data(run: ClaimRun) -> list[dict[str, Any]]:
                     "rows": rows, "standard_rows": rows == {"train": info.train_rows,
                                                              "test": info.test_rows}})
     return out
+
+
+def records_train_s(records: list[dict[str, Any]]) -> float:
+    """The training time the claim's records cost, whichever run trained them: each chunk's
+    wall time once (a chunk's records share its experiment, host, creation time, seeds and
+    wall), summed. A rebuilt report and a run that reused the store show the same figure."""
+    chunks = {(r.get("key_inputs", {}).get("experiment"), r.get("host"), r.get("created"),
+               tuple(r.get("chunk_seeds", ())), r.get("chunk_wall_s")):
+              float(r.get("chunk_wall_s") or 0.0) for r in records}
+    return sum(chunks.values())
 
 
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
@@ -109,16 +119,21 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
             "requested_device": device, "executor": opts.executor, "address": opts.address,
             "store": str(opts.store), "seeds_trained_now": run.trained,
             "seeds_reused": run.reused, "train_wall_s": round(run.train_wall_s, 2),
+            "records_train_s": round(records_train_s(
+                [r for recs in records_by_arm.values() for r in recs if r]), 2),
             "wall_s": round(run.wall_s, 2), "started": run.started,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         },
     })
 
 
-def write_report(run: ClaimRun, store: Store, opts: RunOptions, device: str) -> Path:
+def write_report(run: ClaimRun, read: list[list[dict[str, Any]]], opts: RunOptions,
+                 device: str) -> Path:
+    """The claim's folder from its analysed run and the records the analysis read (one list
+    per plan, as `pipeline.analyse` returns them)."""
     out = opts.reports / run.loaded.claim.id
     out.mkdir(parents=True, exist_ok=True)
-    records = {_label(p.member, p.arm): [store.get(k) for k in p.keys] for p in run.plans}
+    records = {_label(p.member, p.arm): recs for p, recs in zip(run.plans, read, strict=True)}
     result = build_result(run, records, opts, device)
     # every registered figure that applies (report.figures.FIGURES), drawn from the result
     # and the records; result.json names their files and captions

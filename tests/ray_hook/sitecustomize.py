@@ -4,7 +4,8 @@ Only that head's processes have this folder on PYTHONPATH (with GV_TEST_FAULTS n
 folder), so the product carries no test hook. Once a worker imports `grokverify.engine.loop`,
 its `train_seeds` is wrapped to:
 - write `<folder>/pids/<pid>` (the seeds, as JSON) when a task starts training, so a test can
-  kill the worker of a running task from outside;
+  kill the worker of a running task from outside, and append the seeds to `<folder>/started`
+  (one line a task attempt: a reused worker overwrites its pid's file);
 - raise RuntimeError("injected fault") when `<folder>/raise.json` exists and every field it
   names (nested, as in the experiment's JSON) has that value in the experiment: one arm fails
   for real, inside a Ray worker.
@@ -37,6 +38,8 @@ def _patch(loop: ModuleType, folder: Path) -> None:
     def train_seeds(exp: Any, seeds: list[int], *args: Any, **kwargs: Any) -> Any:
         (folder / "pids").mkdir(parents=True, exist_ok=True)
         (folder / "pids" / str(os.getpid())).write_text(json.dumps(list(seeds)))
+        with (folder / "started").open("a") as log:
+            log.write(json.dumps(list(seeds)) + "\n")
         rule = folder / "raise.json"
         if rule.exists() and _matches(json.loads(rule.read_text()),
                                       exp.model_dump(mode="json")):
