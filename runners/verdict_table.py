@@ -82,7 +82,6 @@ def row(result: dict) -> str:
     work = f"{prov['seeds_trained_now']} trained, {prov['seeds_reused']} reused"
     if "records_train_s" in prov:  # a rebuilt report's wall is the rebuild's: show the records'
         minutes = prov["records_train_s"] / 60
-        work = f"its records' training; this run {prov['wall_s']:.0f} s, {work}"
     loaded = load_claim(REPO / claim["file"])
     paper = "paper" if "paper" in loaded.claim.scales else None
     flops = scale_flops(loaded, paper) if paper else float("nan")

@@ -8,6 +8,7 @@ import json
 import shutil
 import tempfile
 from functools import lru_cache
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,33 @@ def rename_arm(res: dict[str, Any], old: str, new: str) -> dict[str, Any]:
         if row["arm"] == old:
             row["arm"] = new
     return res
+
+
+class _Page(HTMLParser):
+    """Every tag with its attributes, the text, and the inline script and style bodies."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.inline: dict[str, list[str]] = {"script": [], "style": []}
+        self._open: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._open = tag if tag in self.inline else None
+
+    def handle_endtag(self, tag: str) -> None:
+        self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self.inline[self._open].append(data)
+        else:
+            self.text.append(data)
+
+
+def page_of(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text())
+    return page

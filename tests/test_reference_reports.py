@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,32 @@ def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
     run_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))
     got = json.loads((tmp_path / "reports" / claim_id / "result.json").read_text())
     assert _comparable(got) == _comparable(ref)
+
+
+def test_the_reference_suite_is_one_self_contained_page() -> None:
+    """reports/reference/quick/index.html: a row and a section for every shipped claim, every
+    figure its claims' result.json name embedded as a data URI (none missing), no request of
+    any kind, and the size the README states (to 0.1 MB)."""
+    from suitedata import page_of
+
+    index = REFERENCE / "index.html"
+    page = page_of(index)
+    results = [json.loads((REFERENCE / c / "result.json").read_text()) for c in CLAIMS]
+    rows = json.loads((REFERENCE / "results.json").read_text())["claims"]
+    assert sorted(r["id"] for r in rows) == CLAIMS
+    sections = [a.get("id") for t, a in page.tags if t == "section"]
+    assert sorted(sections) == sorted(f"claim-{c}" for c in CLAIMS)
+    images = [a for t, a in page.tags if t == "img"]
+    assert len(images) == sum(len(r["figures"]) for r in results) > 100
+    assert all((a["src"] or "").startswith("data:image/png;base64,") for a in images)
+    assert "figure missing" not in " ".join(page.text)
+    for tag, attrs in page.tags:
+        assert tag not in ("link", "iframe", "object", "embed", "base")
+        for name, value in attrs.items():
+            if name in ("src", "href", "action", "srcset", "poster", "data"):
+                assert value and value.startswith(("#", "data:image/")), (tag, name, value)
+    inline = "".join(page.inline["style"]) + "".join(page.inline["script"])
+    assert "http" not in inline and "url(" not in inline and "@import" not in inline
+    stated = {float(m) for m in re.findall(r"([\d.]+) MB for the \d+ reference claims",
+                                           (REPO / "README.md").read_text())}
+    assert stated == {round(index.stat().st_size / 1e6, 1)}

@@ -6,45 +6,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from suitedata import NASTY, rename_arm, tiny_result, write_variant
+from suitedata import NASTY, page_of, rename_arm, tiny_result, write_variant
 
 from grokverify.report.index import write_suite
 from grokverify.report.suite import read_report
-
-
-class _Page(HTMLParser):
-    """Every tag with its attributes, the text, and the inline script and style bodies."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.inline: dict[str, list[str]] = {"script": [], "style": []}
-        self._open: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._open = tag if tag in self.inline else None
-
-    def handle_endtag(self, tag: str) -> None:
-        self._open = None
-
-    def handle_data(self, data: str) -> None:
-        if self._open:
-            self.inline[self._open].append(data)
-        else:
-            self.text.append(data)
-
-
-def _page(path: Path) -> _Page:
-    page = _Page()
-    page.feed(path.read_text())
-    return page
 
 
 @pytest.fixture
@@ -87,7 +56,7 @@ def test_index_md_has_the_table_then_a_section_per_claim(suite: Path) -> None:
 
 
 def test_index_html_is_self_contained(suite: Path) -> None:
-    page = _page(suite / "index.html")
+    page = page_of(suite / "index.html")
     figures = sum(len(tiny_result()["figures"]) for _ in range(3))
     images = [attrs for tag, attrs in page.tags if tag == "img"]
     assert len(images) == figures == 9
@@ -109,7 +78,7 @@ def test_index_html_is_self_contained(suite: Path) -> None:
 
 
 def test_verdict_table_rows_carry_the_filters(suite: Path) -> None:
-    page = _page(suite / "index.html")
+    page = page_of(suite / "index.html")
     rows = [a for t, a in page.tags if t == "tr" and "data-verdict" in a]
     assert [a["data-verdict"] for a in rows] == ["INCONCLUSIVE", "SUPPORTED", "REFUTED"]
     assert {a["data-paper"] for a in rows} == {"2505.15624"}
@@ -135,7 +104,7 @@ def test_claim_strings_are_escaped(tmp_path: Path) -> None:
     write_suite(reports, [read_report(path)])
     html = (reports / "index.html").read_text()
     assert html.count("<script") == 1 and "alert(1)</script>" not in html
-    page = _page(reports / "index.html")
+    page = page_of(reports / "index.html")
     assert [t for t, _ in page.tags].count("script") == 1
     text = "".join(page.text)
     for shown in (f"x{NASTY}", f"T{NASTY}", f"S{NASTY}", f"Q{NASTY}", f"c10{NASTY}"):
@@ -172,7 +141,7 @@ def test_each_section_has_the_referee_structure(suite: Path) -> None:
                                           "Reproduce")] == ["Setup", "Result", "Reasoning",
                                                             "Caveats", "Reproduce"]
     assert "one-sided α = 0.025" in md and "Censoring: 4 of 6 seed run(s)" in md
-    page = _page(suite / "index.html")
+    page = page_of(suite / "index.html")
     captions = tiny_result()["figure_captions"]
     alts = [a["alt"] for t, a in page.tags if t == "img"]
     assert alts[:3] == list(captions.values())

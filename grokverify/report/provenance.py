@@ -28,7 +28,10 @@ def provenance() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    # changes under reports/ are output, not code: a suite rebuilt claim by claim (in parallel)
+    # dirties the tree as it goes, and its later reports must not say the code was changed
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                  ":(top,exclude)reports")
     return {
         "git_commit": _git("rev-parse", "HEAD"),
         "git_dirty": bool(status) if status is not None else None,
