@@ -17,8 +17,9 @@ bounds what is submitted, and worker prestart is off).
 
 Each library size runs in a fresh process (its driver RSS its own). Per run it prints the
 phases' times, the training phase's trials a second, the driver's costs a trial (its main
-thread's CPU, the whole process's CPU, the store's writes on the driver's writer threads) with
-the rate at which each would saturate, the write times (`Store.put`, per record) and the
+thread's CPU, the whole process's CPU, the store's writes in its loop, the records' fsyncs on
+its threads) with the rate at which each would saturate, the write times (`Store.put`, per
+record, without its fsync) and the
 driver's RSS (VmRSS sampled every 50 ms: before the run and its peak). Then the same trials
 through the executor alone (nothing stored: this machine's ceiling, and Ray's own cost a task),
 and record writes into one store folder holding 0, 10,000 and 100,000 files (the store shards
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.expand import TASK_MIN_S
-from grokverify.pipeline import WRITER_THREADS
+from grokverify.pipeline import SYNC_THREADS
 
 SEEDS = 20  # per arm, as at paper scale
 ARMS_PER_CLAIM = 5  # c4 and four rivals, each its own experiment
@@ -157,13 +158,15 @@ def train_templates(folder: Path) -> Path:
 
 LIMIT_WORDS = {"loop": "the driver's loop (main thread CPU)",
                "process": "the driver process's CPU on one core",
-               "store": f"the store's writes ({WRITER_THREADS} threads)"}
+               "store": "the store's writes (the driver's loop, as each trial returns)",
+               "sync": f"the records' fsyncs ({SYNC_THREADS} threads)"}
 
 
 def _limits(r: dict[str, Any]) -> dict[str, float]:
     """Trials a second at which each part of the driver would be busy all the time."""
     return {"loop": r["trials"] / r["main_cpu_s"], "process": r["trials"] / r["proc_cpu_s"],
-            "store": WRITER_THREADS * r["trials"] / r["write_s"]}  # writes overlap (fsync)
+            "store": r["trials"] / r["write_s"],  # in the loop, one after another
+            "sync": SYNC_THREADS * r["trials"] / r["sync_s"]}  # fsyncs overlap on threads
 
 
 def _rss_mb() -> float:
@@ -216,17 +219,26 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             claim_text(i + 1, SEEDS, TEMPLATE_STEPS, TEMPLATE_EVAL))
     claims = [load_claim(p) for p in sorted(folder.glob("*.yaml"))]
 
-    writes: list[float] = []  # seconds of each Store.put (a record's write, fsync, log line)
-    real_put = Store.put
+    writes: list[float] = []  # seconds of each Store.put (a record's write and log line)
+    syncs: list[float] = []  # seconds of each Store.sync (one trial's records' fsyncs)
+    real_put, real_sync = Store.put, Store.sync
 
-    def timed_put(self: Store, key: str, record: dict[str, Any]) -> Path:
+    def timed_put(self: Store, key: str, record: dict[str, Any], **kw: Any) -> Path:
         wall = time.perf_counter()
         try:
-            return real_put(self, key, record)
+            return real_put(self, key, record, **kw)
         finally:
             writes.append(time.perf_counter() - wall)
 
+    def timed_sync(self: Store, paths: list[Path]) -> None:
+        wall = time.perf_counter()
+        try:
+            real_sync(self, paths)
+        finally:
+            syncs.append(time.perf_counter() - wall)
+
     Store.put = timed_put  # type: ignore[method-assign]  # instrumentation, this process only
+    Store.sync = timed_sync  # type: ignore[method-assign]
 
     phase: dict[str, float] = {}
 
@@ -282,7 +294,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "train_s": phase["train_s"], "main_cpu_s": phase["main_cpu_s"],
         "proc_cpu_s": phase["proc_cpu_s"], "write_s": sum(writes),
         "write_ms_p50": 1e3 * _pct(writes, 0.5), "write_ms_p99": 1e3 * _pct(writes, 0.99),
-        "write_ms_max": 1e3 * max(writes), "writes": len(writes),
+        "write_ms_max": 1e3 * max(writes), "writes": len(writes), "sync_s": sum(syncs),
+        "sync_ms_p99": 1e3 * _pct(syncs, 0.99),
         "rss_before_mb": rss_before, "rss_peak_mb": sampler.peak,
         "shard_max": max(shard_sizes),
         "verdicts": sorted({r.verdict.value for r in runs}),
@@ -398,11 +411,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{1e3 * r['main_cpu_s'] / r['trials']:.2f} ms (the loop alone would saturate "
                   f"at {limits['loop']:.0f}/s), whole process CPU "
                   f"{1e3 * r['proc_cpu_s'] / r['trials']:.2f} ms (with Ray's threads and the "
-                  f"writers: {limits['process']:.0f}/s on one core), store writes "
-                  f"{1e3 * r['write_s'] / r['writes']:.2f} ms mean on {WRITER_THREADS} threads "
-                  f"({limits['store']:.0f} records/s)")
+                  f"fsync threads: {limits['process']:.0f}/s on one core), store writes "
+                  f"{1e3 * r['write_s'] / r['writes']:.2f} ms mean in the loop "
+                  f"({limits['store']:.0f} records/s), fsyncs {1e3 * r['sync_s'] / r['trials']:.2f}"
+                  f" ms mean a trial on {SYNC_THREADS} threads ({limits['sync']:.0f} trials/s)")
             print(f"  store writes: {r['writes']:,}, p50 {r['write_ms_p50']:.2f} ms, p99 "
-                  f"{r['write_ms_p99']:.2f} ms, max {r['write_ms_max']:.1f} ms; driver RSS "
+                  f"{r['write_ms_p99']:.2f} ms, max {r['write_ms_max']:.1f} ms; fsyncs p99 "
+                  f"{r['sync_ms_p99']:.2f} ms a trial; driver RSS "
                   f"{r['rss_before_mb']:.0f} MB before the run, peak {r['rss_peak_mb']:.0f} MB")
         alone = _child(args, sizes[0], templates, tmp / "ray-only", "--ray-only")
         alone_rate = alone["trials"] / alone["train_s"]

@@ -49,40 +49,40 @@ def _make_executor(opts: RunOptions, device: str) -> Executor:
                             gpu_memory_gib=opts.gpu_memory_gib)
 
 
-# A record's write waits on the disk (fsync: 4 ms on an idle disk here, 12-50 ms on a busy one)
-# after ~1 ms of CPU, so the driver writes on a few threads and goes back to Ray at once: 4
-# threads stored ~7x as many records a second as one, 16 ~8x (benchmarks/scale_sim.py). At most
-# WRITES_QUEUED trials wait to be written: beyond, the driver's loop waits, so its memory stays
-# flat on a disk slower than the cluster, and a driver killed outright (SIGKILL, a crash) loses
-# its tasks in flight and at most these results (Ctrl-C and SIGTERM write them first).
-WRITER_THREADS = 8
-WRITES_QUEUED = 2 * WRITER_THREADS
+# A record's write is ~1 ms of CPU, then its fsync waits on the disk (4 ms on an idle disk here,
+# 12-50 ms on a busy one). The driver writes each record as its trial returns (the file is then
+# in the page cache: a driver killed outright, SIGKILL or a crash, loses only its tasks in
+# flight) and leaves the fsyncs, which make the records survive a power loss, to SYNC_THREADS
+# threads, at most SYNCS_QUEUED trials behind (beyond, the loop waits: memory stays flat on a
+# disk slower than the cluster). A record a power loss cuts short reads as damaged and is
+# retrained (docs/store.md). benchmarks/scale_sim.py measures it.
+SYNC_THREADS = 8
+SYNCS_QUEUED = 2 * SYNC_THREADS
 
 
 class _Writer:
-    """Stores each finished trial's records and releases their locks, on WRITER_THREADS
-    threads; then calls `after` (on that thread). A write's error is raised at a later `put`
-    (so the run stops, its tasks cancelled) or at `close`, which waits for every write, an
-    interrupted run's too: no result that came back is lost."""
+    """Stores each finished trial's records at once and releases their locks, then calls
+    `after`; their fsyncs run on SYNC_THREADS threads. A failed write raises at once (the run
+    stops, its tasks cancelled); a failed fsync at a later `put` or at `close`, which waits for
+    every fsync, an interrupted run's too."""
 
     def __init__(self, store: Store, after: Callable[[Trial, list[dict[str, Any]]], None]):
         self.store, self.after = store, after
-        self.pool = ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="gv-store")
+        self.pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="gv-fsync")
         self.queued: list[Future[None]] = []
 
-    def _write(self, trial: Trial, records: list[dict[str, Any]]) -> None:
+    def put(self, trial: Trial, records: list[dict[str, Any]]) -> None:
+        paths = []
         for key, rec in zip(trial.keys, records, strict=True):
-            self.store.put(key, rec)
+            paths.append(self.store.put(key, rec, fsync=False))
             self.store.unlock(key)
         self.after(trial, records)
-
-    def put(self, trial: Trial, records: list[dict[str, Any]]) -> None:
-        if len(self.queued) >= WRITES_QUEUED:
+        if len(self.queued) >= SYNCS_QUEUED:
             self.queued[0].result()
         for fut in [f for f in self.queued if f.done()]:
             self.queued.remove(fut)
-            fut.result()  # a failed write's StoreError, here
-        self.queued.append(self.pool.submit(self._write, trial, records))
+            fut.result()  # a failed fsync's StoreError, here
+        self.queued.append(self.pool.submit(self.store.sync, paths))
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -124,7 +124,7 @@ class _Trainer:
             counting = threading.Lock()
 
             def stored(trial: Trial, records: list[dict[str, Any]]) -> None:
-                with counting:  # on a writer thread
+                with counting:
                     done["seeds"] += len(records)
                     done["trials"] += 1
                     progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])

@@ -230,8 +230,10 @@ class Store:
         except OSError as exc:
             raise StoreError(f"store {self.root} is not writable: {exc.strerror or exc}") from None
 
-    def put(self, key: str, record: dict[str, Any]) -> Path:
-        """Write the record with its key and digest (replacing any damaged one), then log it."""
+    def put(self, key: str, record: dict[str, Any], fsync: bool = True) -> Path:
+        """Write the record with its key and digest (replacing any damaged one), then log it.
+        With `fsync` False the caller syncs it later (`sync`): the file is whole for every
+        reader at once (renamed into place), durable through a power loss once synced."""
         path = self.path_for(key)
         text = json.dumps({**record, "key": key}, sort_keys=True, allow_nan=False)
         body = json.loads(text)  # what a reader will parse
@@ -240,13 +242,25 @@ class Store:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps({**body, "digest": digest}, sort_keys=True),
-                         fsync=True)
+                         fsync=fsync)
         except OSError as exc:
             raise StoreError(f"cannot write record {path}: {exc.strerror or exc}") from None
         self._log({"time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    "key": key, "digest": digest, "seed": body.get("seed"),
                    "results_version": body.get("results_version"), "host": platform.node()})
         return path
+
+    def sync(self, paths: list[Path]) -> None:
+        """fsync records written with `put(..., fsync=False)`."""
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise StoreError(f"cannot sync record {path}: {exc.strerror or exc}") from None
 
     def _log(self, entry: dict[str, Any]) -> None:
         """Append one line in one write (O_APPEND: whole lines from concurrent writers on a

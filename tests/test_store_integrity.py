@@ -303,8 +303,8 @@ def test_a_record_that_does_not_read_back_sound_stops_the_run(
     """Damage right after a write (a failing disk) would otherwise retrain the seed forever."""
     put = Store.put
 
-    def put_then_damage(self: Store, key: str, record: dict[str, Any]) -> Path:
-        path = put(self, key, record)
+    def put_then_damage(self: Store, key: str, record: dict[str, Any], **kw: Any) -> Path:
+        path = put(self, key, record, **kw)
         path.write_text("{")
         return path
 

@@ -1,6 +1,6 @@
 """Work sizing (issue 18): seeds per chunk from the cost estimate, chunks of even size, the
 cap on Ray tasks in flight (through RayExecutor's `task` seam), and the driver's record writer
-(writes on threads; a failed write stops the run)."""
+(writes as trials return, fsyncs on threads; a failed write or fsync stops the run)."""
 
 from __future__ import annotations
 
@@ -81,21 +81,21 @@ def test_an_arms_seeds_are_cut_into_even_chunks(tmp_path: Path) -> None:
         assert [k for t in mine for k in t.keys] == list(plan.keys)
 
 
-def test_a_failed_write_on_the_writer_threads_stops_the_run(tiny_claim: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
-    """Records are written on the driver's writer threads; the first write that fails is
-    raised from the run (not lost on a thread), and the seeds it held are not reported
-    stored."""
+@pytest.mark.parametrize("fails", ["put", "sync"])
+def test_a_failed_write_or_sync_stops_the_run(fails: str, tiny_claim: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records are written as their trials return and synced on the driver's threads; the
+    first write or fsync that fails is raised from the run (not lost on a thread), and every
+    lock is released."""
     from rich.console import Console
 
     from grokverify.outcome import RunOptions
     from grokverify.pipeline import run_claims
 
-    def broken(self: Store, key: str, record: dict[str, Any]) -> Path:
-        raise StoreError(f"cannot write record {key}: disk on fire")
+    def broken(self: Store, *args: Any, **kwargs: Any) -> Path:
+        raise StoreError("cannot write record: disk on fire")
 
-    monkeypatch.setattr(Store, "put", broken)
+    monkeypatch.setattr(Store, fails, broken)
     opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "r", executor="local",
                       device="cpu", chunk_size=1)
     with pytest.raises(StoreError, match="disk on fire"):
