@@ -72,17 +72,23 @@ class _Writer:
         self.queued: list[Future[None]] = []
 
     def put(self, trial: Trial, records: list[dict[str, Any]]) -> None:
+        self._check()  # a failed fsync stops the run before more is written
         paths = []
-        for key, rec in zip(trial.keys, records, strict=True):
-            paths.append(self.store.put(key, rec, fsync=False))
-            self.store.unlock(key)
+        try:
+            for key, rec in zip(trial.keys, records, strict=True):
+                paths.append(self.store.put(key, rec, fsync=False))
+                self.store.unlock(key)
+        finally:  # every record written is synced, or removed when that fails
+            self.queued.append(self.pool.submit(self.store.sync, paths))
         self.after(trial, records)
-        if len(self.queued) >= SYNCS_QUEUED:
-            self.queued[0].result()
+        while len(self.queued) > SYNCS_QUEUED:
+            self.queued.pop(0).result()
+        self._check()
+
+    def _check(self) -> None:
         for fut in [f for f in self.queued if f.done()]:
             self.queued.remove(fut)
             fut.result()  # a failed fsync's StoreError, here
-        self.queued.append(self.pool.submit(self.store.sync, paths))
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,11 @@ def rebuild_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console
         return [rebuild_one(loaded, opts, console) for loaded in claims]
     order = sorted(range(len(claims)), key=lambda i: -claims[i].max_seeds(opts.scale)
                    * sum(1 for _ in claims[i].experiments([opts.scale])))
-    # fork: the children start at once with what is imported (no torch state is in use)
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    # fork starts the children at once with what is imported, but forking a process that has
+    # other threads (a test runner's, Ray's) can leave a child holding a lock no one releases:
+    # then spawn fresh interpreters (a few seconds more)
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    with multiprocessing.get_context(method).Pool(workers) as pool:
         done = pool.map(_in_worker, [(claims[i], opts) for i in order], chunksize=1)
     out: list[Rebuilt | None] = [None] * len(claims)
     for i, rebuilt in zip(order, done, strict=True):

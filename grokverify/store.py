@@ -251,7 +251,10 @@ class Store:
         return path
 
     def sync(self, paths: list[Path]) -> None:
-        """fsync records written with `put(..., fsync=False)`."""
+        """fsync records written with `put(..., fsync=False)`. A record that cannot be synced
+        (a full disk reports it here on filesystems that allocate late) is removed, so none
+        stays that may not be on the disk; the first failure is raised once all are tried."""
+        failed: OSError | None = None
         for path in paths:
             try:
                 fd = os.open(path, os.O_RDONLY)
@@ -260,7 +263,10 @@ class Store:
                 finally:
                     os.close(fd)
             except OSError as exc:
-                raise StoreError(f"cannot sync record {path}: {exc.strerror or exc}") from None
+                path.unlink(missing_ok=True)
+                failed = failed or exc
+        if failed is not None:
+            raise StoreError(f"cannot sync a record: {failed.strerror or failed}") from None
 
     def _log(self, entry: dict[str, Any]) -> None:
         """Append one line in one write (O_APPEND: whole lines from concurrent writers on a

@@ -145,3 +145,30 @@ def test_provenance_dirty_means_code_not_reports(tmp_path: Path) -> None:
     assert copied.provenance()["git_dirty"] is False
     module.write_text(module.read_text() + "\n# changed\n")
     assert copied.provenance()["git_dirty"] is True
+
+
+def test_claims_rebuilt_side_by_side_equal_one_by_one(tmp_path: Path, no_training: None) -> None:
+    """`report` rebuilds claims in worker processes: the same reports, in the claims' order,
+    as one process; a claim whose seeds are missing is named from a worker too."""
+    from rich.console import Console
+
+    from grokverify.outcome import RunOptions
+    from grokverify.rebuild import rebuild_claims
+    from grokverify.spec import load_claim
+
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(TINY.read_text().replace("id: tiny", "id: tiny_twin", 1))
+    more = tmp_path / "more.yaml"  # asks for seeds the store lacks
+    more.write_text(TINY.read_text().replace("id: tiny", "id: tiny_more", 1)
+                    .replace("seeds: 3", "seeds: 4", 1))
+    claims = [load_claim(p) for p in (TINY, more, twin)]
+    got = {}
+    for workers in (1, 2):
+        opts = RunOptions(store=tiny_run() / "store", reports=tmp_path / f"w{workers}",
+                          executor="local", device="cpu", chunk_size=1)
+        done = rebuild_claims(claims, opts, Console(quiet=True), workers=workers)
+        assert [d.claim_id for d in done] == ["tiny", "tiny_more", "tiny_twin"]
+        assert done[1].result_json is None and "seeds 3" in done[1].missing
+        got[workers] = {d.claim_id: _comparable(json.loads(d.result_json.read_text()))
+                        for d in done if d.result_json is not None}
+    assert got[1] == got[2] and set(got[2]) == {"tiny", "tiny_twin"}
