@@ -71,13 +71,19 @@ BATCH_FIXED_SHARE = 0.1
 STEP_COST: dict[str, tuple[float, float]] = {"cpu": (1e-3, 4e10), "cuda": (1.8e-3, 5e13)}
 
 
+def _step_cost(device_type: str, threads: int) -> tuple[float, float, int]:
+    """(fixed seconds a step, flop/s a shard, shards) of a trial: a CPU trial trains one shard
+    per thread side by side, a GPU trial one."""
+    fixed, rate = STEP_COST["cpu" if device_type == "cpu" else "cuda"]
+    return fixed, rate, max(1, threads) if device_type == "cpu" else 1
+
+
 def expected_seconds(exp: ExperimentSpec, n_seeds: int, device_type: str,
                      threads: int = 1) -> float:
     """A trial's expected duration at its full step budget (early stopping only shortens it):
     the steps' fixed cost plus `budget.estimate`'s flops at the device's rate, a CPU trial's
     shards (one per thread) side by side."""
-    fixed, rate = STEP_COST["cpu" if device_type == "cpu" else "cuda"]
-    shards = max(1, threads) if device_type == "cpu" else 1
+    fixed, rate, shards = _step_cost(device_type, threads)
     return exp.training.steps * fixed + estimate(exp, n_seeds, shards).flops / (rate * shards)
 
 
@@ -90,8 +96,8 @@ def chunk_seeds(exp: ExperimentSpec, most: int, device_type: str, threads: int =
     of a compute-bound model goes two seeds a shard (batching more gains nothing:
     ../shared/perf-notes.md), the toy and anything on a GPU batch up to `most`. A seed's record
     does not depend on its chunk (docs/determinism.md)."""
-    fixed = STEP_COST["cpu" if device_type == "cpu" else "cuda"][0] * exp.training.steps
-    shards = max(1, threads) if device_type == "cpu" else 1
+    fixed, _, shards = _step_cost(device_type, threads)
+    fixed *= exp.training.steps
     for n in range(min(most, 2 * shards), most):
         seconds = expected_seconds(exp, n, device_type, threads)
         if seconds >= TASK_MIN_S and fixed <= BATCH_FIXED_SHARE * seconds:

@@ -6,9 +6,7 @@ every sequential round), and nothing is started when every record is already sto
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -61,13 +59,13 @@ SYNCS_QUEUED = 2 * SYNC_THREADS
 
 
 class _Writer:
-    """Stores each finished trial's records at once and releases their locks, then calls
-    `after`; their fsyncs run on SYNC_THREADS threads. A failed write raises at once (the run
-    stops, its tasks cancelled); a failed fsync at a later `put` or at `close`, which waits for
-    every fsync, an interrupted run's too."""
+    """Stores each finished trial's records at once and releases their locks; their fsyncs run
+    on SYNC_THREADS threads. A failed write raises at once (the run stops, its tasks
+    cancelled); a failed fsync at a later `put` or at `close`, which waits for every fsync, an
+    interrupted run's too."""
 
-    def __init__(self, store: Store, after: Callable[[Trial, list[dict[str, Any]]], None]):
-        self.store, self.after = store, after
+    def __init__(self, store: Store):
+        self.store = store
         self.pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="gv-fsync")
         self.queued: list[Future[None]] = []
 
@@ -80,7 +78,6 @@ class _Writer:
                 self.store.unlock(key)
         finally:  # every record written is synced, or removed when that fails
             self.queued.append(self.pool.submit(self.store.sync, paths))
-        self.after(trial, records)
         while len(self.queued) > SYNCS_QUEUED:
             self.queued.pop(0).result()
         self._check()
@@ -127,19 +124,14 @@ class _Trainer:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
             done = {"seeds": 0, "trials": 0}
-            counting = threading.Lock()
-
-            def stored(trial: Trial, records: list[dict[str, Any]]) -> None:
-                with counting:
-                    done["seeds"] += len(records)
-                    done["trials"] += 1
-                    progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
-
-            writer = _Writer(self.store, stored)
+            writer = _Writer(self.store)
 
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
                 writer.put(trial, records)
+                done["seeds"] += len(records)
+                done["trials"] += 1
+                progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
 
             def on_progress(steps_done: int, running: int) -> None:
                 progress.update(task, completed=steps_done, running=running)

@@ -45,7 +45,7 @@ def rebuild_one(loaded: LoadedClaim, opts: RunOptions, console: Console) -> Rebu
 
 
 def _in_worker(job: tuple[LoadedClaim, RunOptions]) -> Rebuilt:
-    return rebuild_one(*job, Console(stderr=True))
+    return rebuild_one(*job, Console())  # to stdout, as the parent's console prints
 
 
 def rebuild_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,

@@ -194,21 +194,19 @@ class Store:
         remembered in `damaged`). A run reads each record up to three times (planning, the
         analysis, the report): a file this process has already found sound and that is still
         the same file (inode, size, modification time in ns) is only parsed again."""
-        path = self.path_for(key)
         try:
-            with path.open("rb") as fh:
+            with self.path_for(key).open() as fh:  # as read_record reads it
                 st = os.fstat(fh.fileno())
-                seen = (st.st_ino, st.st_size, st.st_mtime_ns)
-                if self._sound.get(key) == seen:
-                    return json.loads(fh.read())
+                text = fh.read()
         except FileNotFoundError:
             return None
-        except OSError:
-            pass  # unreadable: read_record says why
-        try:
-            rec, _, why = read_record(path, key)
-        except FileNotFoundError:
-            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            rec, why = None, _unreadable(exc)
+        else:
+            seen = (st.st_ino, st.st_size, st.st_mtime_ns)  # of the file just read
+            if self._sound.get(key) == seen:
+                return json.loads(text)
+            rec, _, why = judge_record(text, key)
         if rec is None:
             self.damaged[key] = why
             self._sound.pop(key, None)
@@ -365,7 +363,16 @@ def read_record(path: Path, key: str) -> tuple[dict[str, Any] | None, str, str]:
     except FileNotFoundError:
         raise
     except (OSError, UnicodeDecodeError) as exc:
-        return None, "unreadable", f"unreadable ({getattr(exc, 'strerror', None) or exc})"
+        return None, "unreadable", _unreadable(exc)
+    return judge_record(text, key)
+
+
+def _unreadable(exc: OSError | UnicodeDecodeError) -> str:
+    return f"unreadable ({getattr(exc, 'strerror', None) or exc})"
+
+
+def judge_record(text: str, key: str) -> tuple[dict[str, Any] | None, str, str]:
+    """`read_record`'s answer for a record file's text, read as `Path.read_text` reads it."""
     try:
         rec = json.loads(text)
     except json.JSONDecodeError as exc:
