@@ -1,7 +1,7 @@
 """Training throughput: peer-style per-seed training vs grokverify's engine vs the matmul roof.
 
-    python benchmarks/throughput.py            # 2-4 minutes (longer on a loaded machine)
-    python benchmarks/throughput.py --quick    # smoke run, about 40 s
+    python benchmarks/throughput.py            # ~10 minutes on 2 cores (longer on a loaded machine)
+    python benchmarks/throughput.py --quick    # smoke run, about 1.5 minutes
 
 For paper 2's toy (K = 64 seeds) and paper 1's MLP at p = 97 (K = 8 seeds), side by side in one
 run, repeats interleaved, medians reported:
@@ -22,6 +22,13 @@ run, repeats interleaved, medians reported:
 (c') for p = 97 also the roof of the matmuls the engine runs: its first layer is exact but
     cheaper (table lookups, ~1/4 of (c)'s multiply-adds), so (b) can beat (c); (b)'s share of
     (c') is printed as a diagnostic (`p97_own_matmul_fraction`).
+(d) attainable (toy): the kernels a toy step cannot do without while records stay bit-identical
+    (the pinned numerics), timed alone for one shard on one thread: its matmuls as the roof runs
+    them, the optimizer's kernels (torch's fused AdamW, through torch.optim's functional `adam`)
+    and tanh with its backward (ATen's AVX2 kernels). matmuls / their sum bounds (b)'s share of
+    (c) (`toy_attainable_share`: a step with every other op and all Python free), and that bound
+    x (c) / (a) bounds the speedup (`toy_speedup_bound`): where it is below a target, no engine
+    with these numerics meets it.
 
 Also measured, same run: the share of evaluation at the claims' quick scales (1 thread, as in a
 Ray worker), and the probes' cost on claims/p1_hessian_gap_narrows.yaml's quick adam arm, each
@@ -34,7 +41,8 @@ and iterations (`hessian_probe_overhead`), and a probe declared but never due af
 All in the pinned numerics every training process uses (grokverify.engine.numerics: ATen and MKL
 on their AVX2 kernels), the peer's runs included. Timed: training steps only. Figures are
 model-steps/s = seeds x steps / s. The last line is `toy_speedup=... p97_speedup=...
-toy_roof_share=... probe_overhead=...`; `hessian_probe_overhead=` is on the line before.
+toy_roof_share=... probe_overhead=...`; `hessian_probe_overhead=`, `toy_attainable_share=`
+and `toy_speedup_bound=` are on the line before.
 """
 
 from __future__ import annotations
@@ -43,9 +51,11 @@ import argparse
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,6 +63,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import torch  # noqa: E402
 from reference import PlainTrainer  # noqa: E402
+from torch.optim.adam import adam  # noqa: E402
 
 import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
 from grokverify.catalog.limits import MAX_STEPS  # noqa: E402
@@ -66,6 +77,7 @@ from grokverify.catalog.probes import (  # noqa: E402
 )
 from grokverify.engine.loop import SeedTrainer  # noqa: E402
 from grokverify.engine.optimizers import uses_fused  # noqa: E402
+from grokverify.preflight import data_problems  # noqa: E402
 from grokverify.spec import ExperimentSpec, load_claim  # noqa: E402
 
 
@@ -78,6 +90,7 @@ class Workload:
     steps: int  # timed steps per repeat (after warm-up)
     matmuls: list[tuple[int, int, int]]  # (M, K, N) per seed: the matmuls of one plain step
     engine_matmuls: list[tuple[int, int, int]] | None = None  # the engine's, where they differ
+    tanh_layers: list[tuple[int, int]] = field(default_factory=list)  # (rows, width) a seed
 
 
 def _spec(task: dict, model: dict, optimizer: dict, batch: int | None) -> ExperimentSpec:
@@ -114,7 +127,8 @@ def workloads(quick: bool) -> list[Workload]:
     n_toy = 33  # round(0.6 * 55) training pairs, full batch
     return [
         Workload("toy", toy, 64, 1 if quick else 4, 40 if quick else 300,
-                 _mlp_matmuls(n_toy, [(1, 200), (200, 200), (200, 19)])),
+                 _mlp_matmuls(n_toy, [(1, 200), (200, 200), (200, 19)]),
+                 tanh_layers=[(n_toy, 200), (n_toy, 200)]),
         Workload("p97", p97, 8, 1 if quick else 2, 4 if quick else 30,
                  _mlp_matmuls(512, [(512, 512), (512, 97)]),
                  _table_matmuls(97, 128, 512) + _mlp_matmuls(512, [(512, 97)])),
@@ -188,13 +202,74 @@ def roof_rate(w: Workload, threads: int, matmuls: list[tuple[int, int, int]] | N
     return w.seeds / best, flop / best / 1e9
 
 
+def attainable_parts(w: Workload, threads: int) -> dict[str, float]:
+    """Seconds a step of one shard (K/threads seeds, one thread, as (b) runs it) spends in the
+    kernels any implementation with these numerics runs: the matmuls as the roof runs them,
+    the engine's optimizer's kernels (torch's fused AdamW, bound by its divisions and square
+    roots) and tanh with its backward (ATen's pinned AVX2 kernels); and, for comparison, the
+    optimizer's `step()` as the engine calls it. matmuls + optimizer + tanh is a step with
+    every other op, and all Python, free: the matmuls' share of it bounds (b)'s share of (c)."""
+    k = -(-w.seeds // threads)
+    torch.set_num_threads(1)
+    reps = max(3, w.steps // 4)
+    mm = [(torch.randn(k, m, n_in), torch.randn(k, n_in, n)) for m, n_in, n in w.matmuls]
+    acts = [(torch.randn(k, rows, width), torch.empty(k, rows, width), torch.randn(k, rows, width))
+            for rows, width in w.tanh_layers]
+
+    def matmuls() -> None:
+        for x, y in mm:
+            torch.bmm(x, y)
+
+    def tanh() -> None:
+        for x, out, g in acts:
+            torch.tanh(x, out=out)
+            torch.ops.aten.tanh_backward(g, out)
+
+    with SeedTrainer(w.exp, list(range(k)), workers=1) as trainer:
+        trainer.train(3)  # gradients and optimizer state exist
+        optimizer = trainer.shards[0].optimizer
+        parts = {"matmuls": matmuls, "optimizer": _adam_kernels(optimizer), "tanh": tanh,
+                 "step()": optimizer.step}
+        for fn in parts.values():
+            fn()
+        return {name: _timed(lambda f=fn: [f() for _ in range(reps)]) / reps
+                for name, fn in parts.items()}
+
+
+def _adam_kernels(optimizer: torch.optim.Optimizer) -> Callable[[], None]:
+    """`optimizer.step()`'s kernels without torch.optim's Python around them: torch's functional
+    `adam` over each group's lists, made once (Adam and AdamW; the toy trains with AdamW)."""
+    if not isinstance(optimizer, torch.optim.Adam):
+        raise TypeError(f"the bound times Adam and AdamW only, not {type(optimizer).__name__}")
+    calls: list[Callable[[], None]] = []
+    for g in optimizer.param_groups:
+        params = [p for p in g["params"] if p.grad is not None]
+        state = [optimizer.state[p] for p in params]
+        calls.append(partial(
+            adam, params, [p.grad for p in params], [s["exp_avg"] for s in state],
+            [s["exp_avg_sq"] for s in state], [], [s["step"] for s in state], fused=g["fused"],
+            foreach=g["foreach"], decoupled_weight_decay=g["decoupled_weight_decay"],
+            amsgrad=False, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"],
+            weight_decay=g["weight_decay"], eps=g["eps"], maximize=False))
+
+    def step() -> None:
+        for call in calls:
+            call()
+
+    return step
+
+
 def quick_arms(quick: bool) -> list[tuple[str, ExperimentSpec, int]]:
     """(label, experiment, seeds) of every distinct training shape among the claims' quick-scale
-    arms (family members that differ only in the operation share one entry)."""
+    arms (family members that differ only in the operation share one entry). A claim whose
+    data files are missing (MNIST without GROKVERIFY_DATA_DIR) is left out, and said so."""
     out, seen = [], set()
-    claims = sorted((REPO / "claims").glob("*.yaml"))
-    for path in claims[:1] if quick else claims:
-        loaded = load_claim(path)
+    paths = sorted((REPO / "claims").glob("*.yaml"))
+    claims = [load_claim(path) for path in (paths[:1] if quick else paths)]
+    skipped = data_problems(claims, "quick")
+    for claim_id, why in skipped.items():
+        print(f"  (left out: {claim_id}: {why.split(':')[0]})")
+    for loaded in (c for c in claims if c.claim.id not in skipped):
         n = loaded.scale_seeds("quick")
         n = n if isinstance(n, int) else 12
         for member, arms in loaded.members("quick").items():
@@ -295,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     cap_s = 1.0 if args.quick else 6.0  # per measurement
     chosen = args.workloads.split(",")
     for w in [w for w in workloads(args.quick) if w.name in chosen]:
-        rates: dict[str, list[float]] = {k: [] for k in
-                                         ("a1", "a2", "b", "derived", "roof", "gflops", "own")}
+        rates: dict[str, list[float]] = defaultdict(list)
         fused = True
         for _ in range(repeats):  # interleaved, so drifting machine load hits every variant
             rates["a1"].append(plain_rate(w, 1, cap_s))
@@ -311,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
             rates["gflops"].append(gflops)
             rates["own"].append(roof_rate(w, args.threads, w.engine_matmuls)[0]
                                 if w.engine_matmuls else roof)
+            if w.tanh_layers:
+                parts = attainable_parts(w, args.threads)
+                rates["attainable"].append(parts["matmuls"] / (
+                    parts["matmuls"] + parts["optimizer"] + parts["tanh"]))
+                for name, t in parts.items():
+                    rates[f"ms.{name}"].append(t * 1e3)
         med = {k: statistics.median(v) for k, v in rates.items()}
         plain = max(med["a1"], med["a2"])
         speedup, share, own = med["b"] / plain, med["b"] / med["roof"], med["b"] / med["own"]
@@ -329,6 +409,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  (c') roof of the engine's own matmuls (first layer as tables): "
                   f"{med['own']:.0f} model-steps/s   runs: "
                   + " / ".join(f"{x:.0f}" for x in rates["own"]))
+        if w.tanh_layers:
+            bound = med["attainable"]
+            print(f"  (d) attainable: a step of {-(-w.seeds // args.threads)} seeds on one thread "
+                  f"with only its matmuls at the roof's speed ({med['ms.matmuls']:.2f} ms), the "
+                  f"optimizer's kernels ({med['ms.optimizer']:.2f} ms; its step() with "
+                  f"torch.optim's Python: {med['ms.step()']:.2f} ms) and tanh forward + backward "
+                  f"({med['ms.tanh']:.2f} ms), everything else free: (b) can reach at most "
+                  f"{bound:.2f} of (c); it reaches {share / bound:.2f} of that; an engine at "
+                  f"that bound would be {bound * med['roof'] / plain:.2f}x (a)   runs: "
+                  + " / ".join(f"{x:.2f}" for x in rates["attainable"]))
+            summary[f"{w.name}_attainable_share"] = bound
+            summary[f"{w.name}_speedup_bound"] = bound * med["roof"] / plain
         print(f"  speedup (b)/(a) = {speedup:.2f}, fast path gain (b)/(b') = {gain:.2f}, "
               f"(b)'s share of the roof (c) = {share:.2f}"
               + (f" (of its own matmuls' roof (c'): {own:.2f})" if w.engine_matmuls else ""))
@@ -348,7 +440,9 @@ def main(argv: list[str] | None = None) -> int:
           f"toy_fast_gain={summary['toy_fast_gain']:.2f} "
           f"p97_fast_gain={summary['p97_fast_gain']:.2f} "
           f"p97_roof_fraction={summary['p97_roof_share']:.2f} "
-          f"p97_own_matmul_fraction={summary['p97_own_matmul_fraction']:.2f}")
+          f"p97_own_matmul_fraction={summary['p97_own_matmul_fraction']:.2f} "
+          f"toy_attainable_share={summary['toy_attainable_share']:.2f} "
+          f"toy_speedup_bound={summary['toy_speedup_bound']:.2f}")
     torch.set_num_threads(threads0)
     print(f"toy_speedup={summary['toy_speedup']:.2f} p97_speedup={summary['p97_speedup']:.2f} "
           f"toy_roof_share={summary['toy_roof_share']:.2f} "
