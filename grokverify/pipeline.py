@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from grokverify.budget import estimate
@@ -26,7 +27,7 @@ from grokverify.spec import LoadedClaim
 from grokverify.stats import CRITERIA
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.stats.trend import fit_trend
-from grokverify.store import Store
+from grokverify.store import Store, StoreError
 
 __all__ = ["ClaimRun", "MissingRecords", "RunOptions", "analyse", "device_for", "run_claims",
            "seeding"]
@@ -61,8 +62,8 @@ SYNCS_QUEUED = 2 * SYNC_THREADS
 class _Writer:
     """Stores each finished trial's records at once and releases their locks; their fsyncs run
     on SYNC_THREADS threads. A failed write raises at once (the run stops, its tasks
-    cancelled); a failed fsync at a later `put` or at `close`, which waits for every fsync, an
-    interrupted run's too."""
+    cancelled); a failed fsync at a later `put` or at `close`, which waits for every fsync (an
+    interrupted or failed run's too, and says a failed one: `close_after`)."""
 
     def __init__(self, store: Store):
         self.store = store
@@ -92,6 +93,14 @@ class _Writer:
         for fut in self.queued:
             fut.result()
         self.queued.clear()
+
+    def close_after(self, console: Console) -> None:
+        """`close` for a run that already stopped (interrupted, or failed): a failed fsync is
+        said, not raised, so the first failure stands (Ctrl-C still exits 130)."""
+        try:
+            self.close()
+        except StoreError as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}")
 
 
 class _Trainer:
@@ -138,8 +147,10 @@ class _Trainer:
 
             try:
                 self.executor.run(trials, on_done, on_progress)
-            finally:
-                writer.close()
+            except BaseException:
+                writer.close_after(self.console)
+                raise
+            writer.close()
         self.console.print(f"[dim]trained {n_seeds} seed(s) in "
                            f"{time.perf_counter() - start:.1f} s[/dim]")
         return walls

@@ -141,3 +141,31 @@ def test_ray_runs_at_most_the_cap_of_tasks_at_once(tiny_claim: Path, tmp_path: P
         assert max(seen for _, seen in done) <= 2
     finally:
         ex.close()
+
+
+def test_an_interrupted_run_whose_fsync_fails_still_stops_as_interrupted(
+        tiny_claim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a record's fsync fails: the run stops as interrupted (the CLI's exit 130),
+    not as the store's error (exit 1), and the failed fsync is still said."""
+    from rich.console import Console
+
+    from grokverify.outcome import RunOptions
+    from grokverify.pipeline import run_claims
+
+    def broken_sync(self: Store, paths: list[Path]) -> None:
+        raise StoreError("cannot sync record: disk on fire")
+
+    real_put = Store.put
+
+    def put_then_interrupt(self: Store, *args: Any, **kwargs: Any) -> Path:
+        real_put(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "sync", broken_sync)
+    monkeypatch.setattr(Store, "put", put_then_interrupt)
+    opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "r", executor="local",
+                      device="cpu", chunk_size=1)
+    console = Console(record=True, width=200)
+    with pytest.raises(KeyboardInterrupt):
+        run_claims([load_claim(tiny_claim)], opts, console)
+    assert "disk on fire" in console.export_text()
