@@ -173,32 +173,39 @@ def engine_rate(exp: ExperimentSpec, seeds: int, steps: int, cap_s: float, threa
     return seeds * done / dt, fused
 
 
+Operands = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def _operands(matmuls: list[tuple[int, int, int]], k: int) -> Operands:
+    """Random (k, M, K) and (k, K, N) inputs of each matmul, batched over k seeds."""
+    return [(torch.randn(k, m, n_in), torch.randn(k, n_in, n)) for m, n_in, n in matmuls]
+
+
+def _run_matmuls(ops: Operands, reps: int = 1) -> None:
+    for _ in range(reps):
+        for x, y in ops:
+            torch.bmm(x, y)
+
+
 def roof_rate(w: Workload, threads: int, matmuls: list[tuple[int, int, int]] | None = None,
               ) -> tuple[float, float]:
     """(model-steps/s, GFLOP/s) of the step's matmuls alone: the faster of one process with
     `threads` torch threads and `threads` single-threaded workers on a share of the seeds each."""
     matmuls = matmuls or w.matmuls
-
-    def operands(k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [(torch.randn(k, m, n_in), torch.randn(k, n_in, n)) for m, n_in, n in matmuls]
-
-    def run(ops: list[tuple[torch.Tensor, torch.Tensor]], reps: int) -> None:
-        for _ in range(reps):
-            for x, y in ops:
-                torch.bmm(x, y)
-
     flop = 2 * w.seeds * sum(m * k * n for m, k, n in matmuls)
     reps = max(3, w.steps // 4)
     torch.set_num_threads(threads)
-    ops = operands(w.seeds)
-    run(ops, 2)
-    best = _timed(lambda: run(ops, reps)) / reps
+    ops = _operands(matmuls, w.seeds)
+    _run_matmuls(ops, 2)
+    best = _timed(lambda: _run_matmuls(ops, reps)) / reps
     torch.set_num_threads(1)
-    parts = [operands(len(s)) for s in torch.arange(w.seeds).tensor_split(threads) if len(s)]
+    parts = [_operands(matmuls, len(s)) for s in torch.arange(w.seeds).tensor_split(threads)
+             if len(s)]
     with ThreadPoolExecutor(len(parts), initializer=torch.set_num_threads,
                             initargs=(1,)) as pool:
-        list(pool.map(lambda o: run(o, 2), parts))
-        best = min(best, _timed(lambda: list(pool.map(lambda o: run(o, reps), parts))) / reps)
+        list(pool.map(lambda o: _run_matmuls(o, 2), parts))
+        shared = _timed(lambda: list(pool.map(lambda o: _run_matmuls(o, reps), parts)))
+        best = min(best, shared / reps)
     return w.seeds / best, flop / best / 1e9
 
 
@@ -212,13 +219,9 @@ def attainable_parts(w: Workload, threads: int) -> dict[str, float]:
     k = -(-w.seeds // threads)
     torch.set_num_threads(1)
     reps = max(3, w.steps // 4)
-    mm = [(torch.randn(k, m, n_in), torch.randn(k, n_in, n)) for m, n_in, n in w.matmuls]
+    mm = _operands(w.matmuls, k)
     acts = [(torch.randn(k, rows, width), torch.empty(k, rows, width), torch.randn(k, rows, width))
             for rows, width in w.tanh_layers]
-
-    def matmuls() -> None:
-        for x, y in mm:
-            torch.bmm(x, y)
 
     def tanh() -> None:
         for x, out, g in acts:
@@ -228,8 +231,8 @@ def attainable_parts(w: Workload, threads: int) -> dict[str, float]:
     with SeedTrainer(w.exp, list(range(k)), workers=1) as trainer:
         trainer.train(3)  # gradients and optimizer state exist
         optimizer = trainer.shards[0].optimizer
-        parts = {"matmuls": matmuls, "optimizer": _adam_kernels(optimizer), "tanh": tanh,
-                 "step()": optimizer.step}
+        parts = {"matmuls": partial(_run_matmuls, mm), "optimizer": _adam_kernels(optimizer),
+                 "tanh": tanh, "step()": optimizer.step}
         for fn in parts.values():
             fn()
         return {name: _timed(lambda f=fn: [f() for _ in range(reps)]) / reps
