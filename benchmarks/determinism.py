@@ -40,7 +40,9 @@ sys.path.insert(0, str(HERE))
 import torch  # noqa: E402
 from throughput import quick_arms, workloads  # noqa: E402
 
-import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
+from grokverify.engine.numerics import pin_environment  # noqa: E402
+
+pin_environment()  # before torch computes anything
 from grokverify.engine import numerics  # noqa: E402
 from grokverify.engine.loop import train_seeds  # noqa: E402
 from grokverify.spec import ExperimentSpec  # noqa: E402

@@ -39,7 +39,9 @@ sys.path.insert(0, str(REPO / "tests"))
 import torch  # noqa: E402
 from reference import PlainTrainer  # noqa: E402
 
-import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
+from grokverify.engine.numerics import pin_environment  # noqa: E402
+
+pin_environment()  # before torch computes anything
 from grokverify.spec import ExperimentSpec, LoadedClaim, load_claim  # noqa: E402
 
 CLAIM = REPO / "claims" / "p2_phase_lr_wd_regression.yaml"

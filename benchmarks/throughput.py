@@ -65,7 +65,9 @@ import torch  # noqa: E402
 from reference import PlainTrainer  # noqa: E402
 from torch.optim.adam import adam  # noqa: E402
 
-import grokverify  # noqa: E402,F401  (pins the numerics before torch computes anything)
+from grokverify.engine.numerics import pin_environment  # noqa: E402
+
+pin_environment()  # before torch computes anything
 from grokverify.catalog.limits import MAX_STEPS  # noqa: E402
 from grokverify.catalog.probes import (  # noqa: E402
     FourierShareSpec,

@@ -593,8 +593,10 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grokverify.engine.numerics import pin_environment
     from grokverify.yamlio import SpecError
 
+    pin_environment()  # before any torch computation in this process (docs/determinism.md)
     args = _parser().parse_args(argv)
     console = Console(stderr=False, soft_wrap=True)
     in_main = threading.current_thread() is threading.main_thread()  # else signal() refuses

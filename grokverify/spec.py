@@ -230,7 +230,6 @@ class OptimizerSpec(StrictModel):
     # Settings of some optimizers only. Set for another one they are an error (not ignored);
     # an arm that changes `name` drops the ones the new optimizer lacks (`deep_merge`).
     ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = ONLY_FOR
-    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"emb_lr"})
 
     @property
     def embedding_lr(self) -> float:

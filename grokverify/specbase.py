@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, ClassVar
+from typing import Annotated
 
 from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict
 
@@ -50,35 +50,9 @@ Name = Annotated[str, _name_check(NAME_PATTERN, NAME_WORDS),
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Fields added after records were keyed by the JSON without them: left out of that JSON while
-    # they hold their default, so every experiment that does not set them keeps its store key
-    # (docs/store.md, "Adding a setting").
-    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset()
-
     def canonical(self) -> str:
-        """Stable JSON of every field (defaults included, except later fields at their
-        default): the basis of content hashes."""
-        return json.dumps(_without_later_defaults(self, self.model_dump(mode="json")),
-                          sort_keys=True, separators=(",", ":"))
-
-
-def _without_later_defaults(spec: Any, dumped: Any) -> Any:
-    """`dumped` (spec's JSON dump) with every nested spec's later fields at their default
-    removed."""
-    if isinstance(spec, StrictModel):
-        fields = type(spec).model_fields
-        for name in fields:
-            value = getattr(spec, name)
-            if name in spec.LATER_FIELDS and value == fields[name].get_default(
-                    call_default_factory=True):
-                del dumped[name]
-            else:
-                dumped[name] = _without_later_defaults(value, dumped[name])
-    elif isinstance(spec, list | tuple) and isinstance(dumped, list):
-        return [_without_later_defaults(v, d) for v, d in zip(spec, dumped, strict=True)]
-    elif isinstance(spec, dict) and isinstance(dumped, dict):
-        return {k: _without_later_defaults(spec.get(k), d) for k, d in dumped.items()}
-    return dumped
+        """Stable JSON of every field, defaults included: the basis of content hashes."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
 def kind_of(value: object) -> str:

@@ -3,7 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
+
+from grokverify.engine.numerics import pin_environment
+
+pin_environment()  # this process trains: pin before any torch computation
+
+import torch  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent

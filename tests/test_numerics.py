@@ -41,26 +41,26 @@ def _run(env: dict[str, str], before: str = "") -> subprocess.CompletedProcess[s
 
 def test_this_process_trains_on_the_pinned_kernels() -> None:
     numerics.pin()
-    assert numerics.describe() == {"mode": "pinned", "aten": "AVX2", "mkl_branch": "AVX2"}
+    assert numerics.describe() == {"mode": "pinned", "aten": "AVX2", "mkl_branch": "COMPATIBLE"}
     assert numerics.tag("cpu") == numerics.PINNED and numerics.tag("cuda") == "cuda"
 
 
 def test_other_kernel_settings_in_the_environment_change_nothing() -> None:
-    """A process told to use other kernels (AVX-512 ATen kernels, MKL's compatible branch) trains
+    """A process told to use other kernels (AVX-512 ATen kernels, MKL's AVX2 branch) trains
     the same record, under the same key, as one told nothing."""
     plain = _run({})
-    hostile = _run({"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "COMPATIBLE"})
+    hostile = _run({"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX2"})
     assert plain.returncode == 0 and hostile.returncode == 0, plain.stderr + hostile.stderr
     a, b = json.loads(plain.stdout), json.loads(hostile.stdout)
     assert a == b
-    assert a["numerics"] == {"mode": "pinned", "aten": "AVX2", "mkl_branch": "AVX2"}
+    assert a["numerics"] == {"mode": "pinned", "aten": "AVX2", "mkl_branch": "COMPATIBLE"}
 
 
 def test_a_process_that_computed_before_importing_grokverify_refuses_to_train() -> None:
     out = _run({}, before="import torch\ntorch.ones(40).exp().sum()\n"
                           "torch.ones(4, 9, 9).bmm(torch.ones(4, 9, 9))")
     assert out.returncode != 0
-    assert "NumericsError" in out.stderr and "Import grokverify before any torch" in out.stderr
+    assert "NumericsError" in out.stderr and "pin_environment() before any torch" in out.stderr
 
 
 def test_native_numerics_are_keyed_apart_from_pinned_ones() -> None:

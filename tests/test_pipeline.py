@@ -53,11 +53,10 @@ def test_local_run_writes_report_and_reuses_the_store(tmp_path: Path, tiny_claim
 
     out = tmp_path / "reports" / "tiny"
     result = json.loads((out / "result.json").read_text())
-    # at most one of c1's four seeds reaches the threshold (S stays >= 3/4, its KM median is
-    # unreached): the effect is only bounded, the CI is [0, inf], the verdict INCONCLUSIVE
+    # c1's KM median lies near the budget and some resamples never reach it: the CI runs from
+    # 0 past θ = 0.8, the verdict is INCONCLUSIVE
     assert result["verdict"] == "INCONCLUSIVE"
-    assert sum(r["metric_observed"] for r in result["per_seed"] if r["arm"] == "c1") <= 1
-    assert result["result"]["ci"] == [0.0, "inf"]
+    assert result["result"]["ci"][0] == 0.0 and result["result"]["ci"][1] > 0.8
     assert result["scale"] == {"name": "quick", "description": "test scale",
                                "paper_setting": False}
     assert {r["seed"] for r in result["per_seed"]} == {0, 1, 2, 3}
@@ -105,7 +104,7 @@ def test_results_do_not_depend_on_the_chunk_size(tmp_path: Path, tiny_claim: Pat
 def test_changing_a_setting_trains_afresh(tmp_path: Path, tiny_claim: Path) -> None:
     run_claims([load_claim(tiny_claim)], _opts(tmp_path, seeds=1), QUIET)
     changed = tmp_path / "changed.yaml"
-    changed.write_text(tiny_claim.read_text().replace("lr: 0.003", "lr: 0.004"))
+    changed.write_text(tiny_claim.read_text().replace("lr: 0.002", "lr: 0.004"))
     (run,) = run_claims([load_claim(changed)], _opts(tmp_path, seeds=1), QUIET)
     assert run.trained == 2
 
@@ -118,7 +117,7 @@ def test_cli_run_prints_the_verdict_with_its_ci(tmp_path: Path, tiny_claim: Path
     assert code == 0
     assert "95% CI" in out and "log-rank p" in out
     # the pinned golden report of this claim (tests/golden/claims.json, "tiny")
-    assert "INCONCLUSIVE  ratio of KM medians (c10 / c1) = 0.733, 95% CI [0, inf]" in out
+    assert "INCONCLUSIVE  ratio of KM medians (c10 / c1) = 0.633, 95% CI [0, 0.84]" in out
 
 
 def test_unknown_scale_fails_cleanly(tmp_path: Path, tiny_claim: Path,

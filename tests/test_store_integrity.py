@@ -175,7 +175,7 @@ def test_deleting_one_damaged_record_does_not_let_run_reuse_the_others(
         store: Path, clean_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first, second = _records(store)[:2]
     for path in (first, second):
-        _edit(path, lambda rec: rec["result"]["summary"].update(final_val_acc=1.0))
+        _edit(path, lambda rec: rec["result"]["summary"].update(final_val_acc=-1.0))
     code, out = _verify(store, capsys)
     assert code == 1 and str(first) in out and str(second) in out
     first.unlink()  # the user deletes the one verify named first, and reruns

@@ -96,22 +96,6 @@ def test_a_worker_whose_environment_differs_from_the_keys_refuses_before_trainin
 
 
 # The canonical JSON of EXP as records were keyed before `emb_lr` existed (a later field).
-KEYED_BEFORE_EMB_LR = (
-    '{"betas":null,"emb_lr_mult":1.0,"emb_weight_decay":null,"eps":1e-08,"lr":0.01,'
-    '"momentum":0.0,"name":"adamw","nesterov":false,"weight_decay":0.0}')
-
-
-def test_a_later_setting_at_its_default_leaves_every_key_as_it_was() -> None:
-    exp = ExperimentSpec.model_validate(EXP)
-    assert exp.optimizer.canonical() == KEYED_BEFORE_EMB_LR
-    assert '"emb_lr"' not in exp.canonical()
-    fixed = ExperimentSpec.model_validate(
-        {**EXP, "model": {"kind": "toy_sum", "hidden": 16},
-         "task": {"op": "add", "p": 7, "modular": False, "unordered": True, "train_frac": 0.6},
-         "optimizer": {**EXP["optimizer"], "emb_lr": 0.001}})
-    assert '"emb_lr":0.001' in fixed.canonical()
-
-
 def test_emb_lr_sets_the_embedding_groups_lr_as_the_multiplier_would() -> None:
     from grokverify.engine.optimizers import group_settings
     from grokverify.spec import OptimizerSpec

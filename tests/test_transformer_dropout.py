@@ -75,11 +75,11 @@ def test_batched_seed_with_dropout_is_bit_identical_to_seed_trained_alone() -> N
     assert dropped[0] == plain[0] and dropped[1:] != plain[1:]
 
 
-def test_dropout_zero_is_the_old_path() -> None:
-    """p = 0 set explicitly is the experiment without the field: the same canonical JSON (so
-    the same store key), no noise drawn, the same record; an all-ones mask is no mask."""
+def test_dropout_zero_is_no_dropout() -> None:
+    """p = 0 set explicitly is the default: the same store key, no noise drawn, the same
+    record; an all-ones mask is no mask."""
     assert _exp(0.0).canonical() == _exp(None).canonical()
-    assert '"dropout"' not in _exp(0.0).canonical() and '"dropout":0.5' in _exp(0.5).canonical()
+    assert '"dropout":0.5' in _exp(0.5).canonical()
     assert _records(_exp(0.0), [0, 1], 1) == _records(_exp(None), [0, 1], 1)
     model = BatchedModel(_spec(dropout=0.0), SHAPE, [0, 1], dtype=torch.float64)
     assert model.step_noise(4) == {}
@@ -93,7 +93,7 @@ def test_dropout_zero_is_the_old_path() -> None:
 def test_masks_drop_a_share_p_and_scale_the_rest() -> None:
     """Known answer: over many draws the share of zeroed units is p (within 5 standard
     errors), every kept unit is exactly 1/(1 - p), the masks are the seed's "dropout" stream
-    thresholded at p (context: the spec at p = 0), and a lower rate drops a subset of the units
+    thresholded at p (keyed without the rate), and a lower rate drops a subset of the units
     a higher one drops."""
     rows, p = 4000, 0.3
     spec = _spec(dropout=p)
@@ -108,7 +108,7 @@ def test_masks_drop_a_share_p_and_scale_the_rest() -> None:
     assert bool(((m == 0) | (m == kept)).all())
     dropped = (m == 0).double().mean().item()
     assert abs(dropped - p) < 5 * (p * (1 - p) / m.numel()) ** 0.5
-    stream = torch_generator(7, "dropout", f"{_spec().canonical()}|{SHAPE}")
+    stream = torch_generator(7, "dropout", Transformer.stream_key(_spec(), SHAPE))
     u = torch.rand((2, rows, 2, 8), generator=stream)
     assert torch.equal(m == 0, u < p)
     low = Transformer.noise_generator(_spec(dropout=0.1), SHAPE, 7)

@@ -134,10 +134,6 @@ class _ToyDecoderSpec(ModelSpec):
             "every decoder weight and bias multiplied by this after its usual draw (the "
             "official code's init_scale_nn; paper 2's App. G, Fig. 14)"))
 
-    # Added after toy records were keyed: left out of the canonical JSON at its default, so
-    # every stored toy experiment keeps its key (docs/store.md, "Adding a setting").
-    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"decoder_init_scale"})
-
     def input_width(self) -> int:
         raise NotImplementedError
 
@@ -199,11 +195,8 @@ class TransformerSpec(ModelSpec):
     embeddings, the attention weights or the attention output; grok's attention dropout is
     commented out). Training steps only: evaluation and probes run without it. Its masks are
     drawn per seed and step from the seed's own "dropout" stream, never under vmap's
-    randomness, so a seed trains the same alone or in any batch (docs/determinism.md). A later
-    field (docs/store.md): at 0 it stays out of the canonical JSON, so every experiment keyed
-    before it existed keeps its key and its record."""
+    randomness, so a seed trains the same alone or in any batch (docs/determinism.md)."""
 
-    LATER_FIELDS: ClassVar[frozenset[str]] = frozenset({"dropout"})
     roles: ClassVar[tuple[str, ...]] = ("E",)
     kind: Literal["transformer"]
     d: Int = Field(256, ge=1, le=MAX_WIDTH,

@@ -1,23 +1,14 @@
-"""The models, each defined once as a plain `nn.Module` over one seed: (a, b) operand indices of
-shape (B,) in, outputs (B, out) out. `grokverify.engine.batched` derives the seed-batched form.
-
-Each class says, for the rest of the engine:
-- `roles`: which parameter is paper 1's E (the token embedding) and W (the first weight matrix),
-  for probes and interventions that name a role, not a parameter;
-- `embedding`: the parameters of the optimizer's embedding group (learning rate × c);
-- `head`: how outputs become a loss and a prediction (`grokverify.engine.heads`);
-- `init_`: the initial weights, drawn from the seed's own generator in a fixed order (the same
-  draws, in the same order, as the engine has always made, so initial weights are stable);
-- `noise_stream` and `step_noise`: a model with randomness in its training forward (dropout)
-  draws it per training step from the seed's own named stream, and `forward` takes it as
-  `noise`; evaluation passes none.
+"""The models, each a plain `nn.Module` over one seed: operand indices a, b (B,) in, outputs
+(B, out) out; `grokverify.engine.batched` derives the seed-batched form. `roles` names paper 1's
+E and W, `embedding` the optimizer's embedding group, `init_` draws from the seed's own stream.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -34,17 +25,18 @@ from grokverify.catalog.models import (
 from grokverify.engine.heads import CLASSIFICATION, REGRESSION, Head
 from grokverify.engine.streams import torch_generator
 
+S = TypeVar("S", bound=ModelSpec)
+
 
 @dataclass(frozen=True)
 class DataShape:
-    """What a model needs to know about its task. (Its repr is part of the initialisation
-    stream's context: keep the name and fields, or every seed's initial weights change.)"""
+    """What a model needs to know about its task."""
 
     p: int  # operand values 0..p-1 (images: the pixels of one image)
     vocab: int  # p operands + op token (p) + "=" token (p + 1)
     n_classes: int
     # images: the (rows, pixels) table every seed's rows index, shared by the seeds (neither a
-    # parameter nor a buffer, so it is never copied per seed); kept out of the repr above
+    # parameter nor a buffer, so it is never copied per seed)
     table: Tensor | None = field(default=None, repr=False, compare=False)
 
 
@@ -54,29 +46,30 @@ def uniform(gen: torch.Generator, shape: tuple[int, ...], bound: float) -> Tenso
 
 @torch.no_grad()
 def init_linear_(layer: nn.Linear, gen: torch.Generator) -> None:
-    """nn.Linear's default distribution, U(±1/√fan_in) for weight and bias, drawn as (in, out)
-    and then (1, out): the order the engine's streams have always used."""
-    fan_out, fan_in = layer.weight.shape
-    bound = 1.0 / math.sqrt(fan_in)
-    layer.weight.copy_(uniform(gen, (fan_in, fan_out), bound).T)
-    layer.bias.copy_(uniform(gen, (1, fan_out), bound).view(-1))
+    """nn.Linear's default distribution, U(±1/√fan_in), weight then bias."""
+    init_weight_(layer.weight, gen)
+    layer.bias.copy_(uniform(gen, layer.bias.shape, 1.0 / math.sqrt(layer.weight.shape[1])))
 
 
-class Model(nn.Module):
+@torch.no_grad()
+def init_weight_(weight: Tensor, gen: torch.Generator) -> None:
+    """A Linear weight's default distribution, U(±1/√fan_in)."""
+    weight.copy_(uniform(gen, weight.shape, 1.0 / math.sqrt(weight.shape[1])))
+
+
+class Model(nn.Module, Generic[S]):
     """Base of the model definitions (see the module docstring)."""
 
-    spec_class: ClassVar[type[ModelSpec]]
+    spec: S
     roles: ClassVar[dict[str, str]] = {}
     embedding: ClassVar[tuple[str, ...]] = ()
     # the seed's stream of a training step's random inputs (`step_noise`); "" for none
     noise_stream: ClassVar[str] = ""
-    # settings that act after a seed's draws (a scale applied to drawn weights, dropout in the
-    # training steps), with the value at which they do nothing: the seed's streams are keyed
-    # by the spec at those values (`drawn_spec`), so arms that differ only in them share every
-    # draw, and a spec at those values keys its streams as before the setting existed
-    after_draws: ClassVar[dict[str, float]] = {}
+    # spec fields that act after a seed's draws (a scale on drawn weights, dropout in training
+    # steps): left out of the streams' key, so arms that differ only in them share every draw
+    after_draws: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, spec: ModelSpec, shape: DataShape):
+    def __init__(self, spec: S, shape: DataShape):
         super().__init__()
         self.spec, self.shape = spec, shape
 
@@ -91,45 +84,36 @@ class Model(nn.Module):
         """Per-seed random buffers (regression targets), from the seed's "targets" stream."""
 
     def step_noise(self, gen: torch.Generator, rows: int) -> dict[str, Tensor]:
-        """One training step's random inputs for a minibatch of `rows` examples (dropout
-        masks), drawn from the seed's `noise_generator` and handed to `forward` as `noise`.
-        Drawn per seed, never from torch's global generator or under vmap's randomness, so a
-        seed's steps are the same alone or in any batch. Empty (the default): the training
-        forward is deterministic and takes no `noise`. Evaluation and probes pass none."""
+        """One training step's random inputs (dropout masks) for `rows` examples, drawn per
+        seed so a seed trains the same alone or in any batch; empty: no randomness."""
         return {}
+
+    @classmethod
+    def stream_key(cls, spec: ModelSpec, shape: DataShape) -> str:
+        """What a seed's model streams ("init", "targets", `noise_stream`) are keyed by."""
+        drawn = spec.model_dump(mode="json", exclude=set(cls.after_draws))
+        return json.dumps({"model": drawn, "p": shape.p, "vocab": shape.vocab,
+                           "classes": shape.n_classes}, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def noise_generator(cls, spec: ModelSpec, shape: DataShape,
                         seed: int) -> torch.Generator | None:
-        """The seed's generator of `step_noise` (its `noise_stream`, with the "init" stream's
-        context), advanced once per training step; None for a model without one."""
+        """The seed's generator of `step_noise`, advanced once per training step."""
         if not cls.noise_stream:
             return None
-        return torch_generator(seed, cls.noise_stream, f"{cls.drawn_spec(spec).canonical()}|"
-                                                       f"{shape}")
-
-    @classmethod
-    def drawn_spec(cls, spec: ModelSpec) -> ModelSpec:
-        """The spec a seed's streams are keyed by: `after_draws`' settings at their neutral
-        values."""
-        return spec.model_copy(update=cls.after_draws) if cls.after_draws else spec
+        return torch_generator(seed, cls.noise_stream, cls.stream_key(spec, shape))
 
     @classmethod
     def for_seed(cls, spec: ModelSpec, shape: DataShape, seed: int) -> Model:
-        """The model of one seed: built without drawing from torch's global generator (on the
-        meta device), initialised from the seed's own streams, then `after_draws_`."""
+        """One seed's model, built on the meta device (no global draw), initialised from its
+        own streams."""
         with torch.device("meta"):
             model = cls(spec, shape)
         model = model.to_empty(device="cpu")
-        context = f"{cls.drawn_spec(spec).canonical()}|{shape}"
-        model.init_(torch_generator(seed, "init", context))
-        model.init_buffers_(torch_generator(seed, "targets", context))
-        with torch.no_grad():
-            model.after_draws_()
+        key = cls.stream_key(spec, shape)
+        model.init_(torch_generator(seed, "init", key))
+        model.init_buffers_(torch_generator(seed, "targets", key))
         return model
-
-    def after_draws_(self) -> None:
-        """What `after_draws`' settings do to the drawn weights (nothing by default)."""
 
 
 def tokens(a: Tensor, b: Tensor, p: int) -> Tensor:
@@ -137,10 +121,9 @@ def tokens(a: Tensor, b: Tensor, p: int) -> Tensor:
     return torch.stack([a, torch.full_like(a, p), b, torch.full_like(a, p + 1)], dim=-1)
 
 
-class EmbedMLP(Model):
+class EmbedMLP(Model[EmbedMLPSpec]):
     """Paper 1: the embeddings of [a, op, b, =], concatenated → Linear → ReLU → Linear."""
 
-    spec_class = EmbedMLPSpec
     roles = {"E": "embed.weight", "W": "fc1.weight"}
     embedding = ("embed.weight",)
 
@@ -156,17 +139,15 @@ class EmbedMLP(Model):
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        spec: EmbedMLPSpec = self.spec  # type: ignore[assignment]
         self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
-                                * spec.emb_init_std)
+                                * self.spec.emb_init_std)
         init_linear_(self.fc1, gen)
         init_linear_(self.fc2, gen)
 
 
-class ScalarMLP(Model):
+class ScalarMLP(Model[ScalarMLPSpec]):
     """Paper 1's baseline: the raw numbers [a, p, b, p+1] → Linear → ReLU → Linear."""
 
-    spec_class = ScalarMLPSpec
     roles = {"W": "fc1.weight"}
 
     def __init__(self, spec: ScalarMLPSpec, shape: DataShape):
@@ -183,19 +164,24 @@ class ScalarMLP(Model):
         init_linear_(self.fc2, gen)
 
 
-class ToySum(Model):
-    """Paper 2's toy: Dec(E_a + E_b), a tanh decoder emb_dim → hidden → hidden → out; out is the
-    class logits, or (regression) a point compared with each class's fixed random target."""
+ToySpec = TypeVar("ToySpec", ToySumSpec, ToyMatrixSpec)
 
-    spec_class = ToySumSpec
+
+class _ToyDecoder(Model[ToySpec]):
+    """Paper 2's toys: two embeddings combined by `combine`, then a tanh decoder; the output is
+    the class logits or (regression) a point compared with each class's fixed random target."""
+
     roles = {"E": "embed.weight", "W": "fc1.weight"}
     embedding = ("embed.weight",)
+    # the decoder's scale multiplies its drawn weights: a scaled decoder is exactly s × the
+    # unscaled one of the same seed (the official code's init_scale_nn)
+    after_draws = frozenset({"decoder_init_scale"})
     targets: Tensor
 
-    def __init__(self, spec: ToySumSpec, shape: DataShape):
+    def __init__(self, spec: ToySpec, shape: DataShape):
         super().__init__(spec, shape)
         regression = spec.output == "regression"
-        width = spec.input_width()  # the combined embedding's width
+        width = spec.input_width()
         self.embed = nn.Embedding(shape.p, width)
         self.fc1 = nn.Linear(width, spec.hidden)
         self.fc2 = nn.Linear(spec.hidden, spec.hidden)
@@ -205,45 +191,47 @@ class ToySum(Model):
 
     @property
     def head(self) -> Head:
-        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION  # type: ignore[attr-defined]
+        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION
+
+    def combine(self, a: Tensor, b: Tensor) -> Tensor:
+        raise NotImplementedError
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        return self.decode(self.embed(a) + self.embed(b))
+        return self.decode(self.combine(a, b))
 
     def decode(self, x: Tensor) -> Tensor:
         return self.fc3(torch.tanh(self.fc2(torch.tanh(self.fc1(x)))))
 
-    after_draws = {"decoder_init_scale": 1.0}
-
-    def after_draws_(self) -> None:
-        """The decoder's weights and biases times `decoder_init_scale`, as the official code's
-        init_scale_nn does after torch's draw: a scaled decoder is exactly s × the unscaled
-        one of the same seed, the embeddings and regression targets those of scale 1."""
-        scale = self.spec.decoder_init_scale  # type: ignore[attr-defined]
-        if scale != 1.0:
-            for layer in (self.fc1, self.fc2, self.fc3):
-                layer.weight.mul_(scale)
-                layer.bias.mul_(scale)
-
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        spec: ToySumSpec = self.spec  # type: ignore[assignment]
-        self.embed.weight.copy_(uniform(gen, self.embed.weight.shape, spec.init_scale / 2))
+        self.embed.weight.copy_(uniform(gen, self.embed.weight.shape, self.spec.init_scale / 2))
         for layer in (self.fc1, self.fc2, self.fc3):
             init_linear_(layer, gen)
+            layer.weight.mul_(self.spec.decoder_init_scale)
+            layer.bias.mul_(self.spec.decoder_init_scale)
 
     @torch.no_grad()
     def init_buffers_(self, gen: torch.Generator) -> None:
-        if self.spec.output == "regression":  # type: ignore[attr-defined]
+        if self.spec.output == "regression":
             self.targets.copy_(torch.randn(self.targets.shape, generator=gen))
 
 
-@torch.no_grad()
-def init_weight_(weight: Tensor, gen: torch.Generator) -> None:
-    """A bias-free nn.Linear's default distribution, U(±1/√fan_in), drawn as (in, out) like
-    `init_linear_`'s weight."""
-    fan_out, fan_in = weight.shape
-    weight.copy_(uniform(gen, (fan_in, fan_out), 1.0 / math.sqrt(fan_in)).T)
+class ToySum(_ToyDecoder[ToySumSpec]):
+    """Paper 2's toy: Dec(E_a + E_b)."""
+
+    def combine(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.embed(a) + self.embed(b)
+
+
+class ToyMatrix(_ToyDecoder[ToyMatrixSpec]):
+    """Paper 2's S3 toy (App. H): Dec(E_a E_b), each embedding an n × n matrix (a row of n²
+    numbers) multiplied by hand, the product flattened row-major."""
+
+    def combine(self, a: Tensor, b: Tensor) -> Tensor:
+        n = self.spec.matrix
+        left = self.embed(a).unflatten(-1, (n, n))
+        right = self.embed(b).unflatten(-1, (n, n))
+        return (left @ right).flatten(-2)
 
 
 def sinusoid(positions: int, d: int) -> Tensor:
@@ -256,10 +244,8 @@ def sinusoid(positions: int, d: int) -> Tensor:
 
 
 class Block(nn.Module):
-    """One post-LayerNorm decoder block: x = LN(x + MHA(x)), x = LN(x + Dropout(MLP(x))).
-    Attention is written with plain Linear, matmul and softmax (no fused kernel), so
-    torch.func.vmap batches it over seeds like any other layer. Dropout is a given mask (the
-    kept units already scaled by 1/(1 - p)) multiplied in, or nothing (evaluation, p = 0)."""
+    """One post-LayerNorm decoder block: x = LN(x + MHA(x)), x = LN(x + Dropout(MLP(x))),
+    written with plain Linear, matmul and softmax so that torch.func.vmap batches it."""
 
     def __init__(self, d: int, heads: int, mlp: int):
         super().__init__()
@@ -288,14 +274,15 @@ class Block(nn.Module):
         return self.o((weights @ v).transpose(1, 2).reshape(n, t, d))
 
     def forward(self, x: Tensor, mlp_mask: Tensor | None = None) -> Tensor:
+        """`mlp_mask`: a dropout mask (kept units already scaled by 1/(1 - p)), or None."""
         x = self.norm1(x + self.attention(x))
         mlp = self.fc2(torch.relu(self.fc1(x)))
         return self.norm2(x + (mlp if mlp_mask is None else mlp * mlp_mask))
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        """Linear weights U(±1/√fan_in) in the order q, k, v, o, fc1, fc2; LayerNorms as torch
-        makes them (weight 1, bias 0: no draw)."""
+        """Linear weights U(±1/√fan_in) in the order q, k, v, o, fc1, fc2; LayerNorms at
+        weight 1, bias 0."""
         for layer in (self.q, self.k, self.v, self.o, self.fc1, self.fc2):
             init_weight_(layer.weight, gen)
         for norm in (self.norm1, self.norm2):
@@ -303,20 +290,15 @@ class Block(nn.Module):
             norm.bias.zero_()
 
 
-class Transformer(Model):
-    """Paper 2's §4.2 transformer (`TransformerSpec`): tokens [a, b] only (no operation or "="
-    token), their embeddings plus fixed sinusoidal positions, `layers` post-LayerNorm causal
-    blocks, and a bias-free unembedding of the last position's output to the class logits.
-    Dropout (training only, p = `spec.dropout`) on each block's MLP output before its residual
-    add, openai/grok's one site; its masks come from the seed's "dropout" stream."""
+class Transformer(Model[TransformerSpec]):
+    """Paper 2's §4.2 transformer: tokens [a, b] plus fixed sinusoidal positions, `layers`
+    post-LayerNorm causal blocks, a bias-free unembedding of the last position."""
 
-    spec_class = TransformerSpec
     roles = {"E": "embed.weight"}
     embedding = ("embed.weight",)
     noise_stream = "dropout"
-    # dropout acts in training steps only: a seed's initial weights and its uniforms are the
-    # same at every rate, so a lower rate drops a subset of the units a higher one drops
-    after_draws = {"dropout": 0.0}
+    # dropout acts in training steps only, so a lower rate drops a subset of a higher one's units
+    after_draws = frozenset({"dropout"})
     positions: Tensor
 
     def __init__(self, spec: TransformerSpec, shape: DataShape):
@@ -335,60 +317,42 @@ class Transformer(Model):
         return self.unembed(x[:, -1])
 
     def step_noise(self, gen: torch.Generator, rows: int) -> dict[str, Tensor]:
-        """Per block, a (rows, 2, d) dropout mask: unit kept where a uniform draw is >= p (so
-        dropped with probability p), kept units scaled by 1/(1 - p) (inverted dropout, as
-        nn.Dropout), in float32; drawn block by block. Empty at p = 0 (nothing drawn)."""
-        spec: TransformerSpec = self.spec  # type: ignore[assignment]
-        p = spec.dropout
+        """Per block, a (rows, 2, d) inverted-dropout mask (kept where a uniform is >= p,
+        scaled by 1/(1 - p)); empty at p = 0."""
+        p = self.spec.dropout
         if p == 0:
             return {}
-        return {f"mlp_dropout.{i}": (torch.rand((rows, 2, spec.d), generator=gen) >= p).float()
-                / (1 - p) for i in range(spec.layers)}
+        return {f"mlp_dropout.{i}": (torch.rand((rows, 2, self.spec.d), generator=gen) >= p)
+                .float() / (1 - p) for i in range(self.spec.layers)}
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        """The embedding N(0, emb_init_std²), then each block in order, then the unembedding,
-        all from the seed's own generator."""
-        spec: TransformerSpec = self.spec  # type: ignore[assignment]
+        """The embedding N(0, emb_init_std²), each block in order, then the unembedding."""
         self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
-                                * spec.emb_init_std)
+                                * self.spec.emb_init_std)
         for block in self.blocks:
-            block.init_(gen)  # type: ignore[operator]
+            cast(Block, block).init_(gen)
         init_weight_(self.unembed.weight, gen)
 
     @torch.no_grad()
     def init_buffers_(self, gen: torch.Generator) -> None:
-        """The position encodings: fixed, nothing drawn."""
-        self.positions.copy_(sinusoid(2, self.spec.d))  # type: ignore[attr-defined]
+        self.positions.copy_(sinusoid(2, self.spec.d))
 
 
-class ToyMatrix(ToySum):
-    """Paper 2's S3 toy (App. H): Dec(E_a E_b), each element's embedding a learnable n × n
-    matrix (stored as a row of n² numbers) multiplied by hand, the product flattened row-major
-    into ToySum's tanh decoder; initialised as ToySum (entries U[-s/2, s/2])."""
+class ImageMLP(Model[ImageMLPSpec]):
+    """Paper 2's MNIST network: the image (a row of the shared table) → `depth` linear layers
+    with ReLU between them; regression against one-hot targets."""
 
-    spec_class = ToyMatrixSpec
-
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        n = self.spec.matrix  # type: ignore[attr-defined]
-        left = self.embed(a).unflatten(-1, (n, n))
-        right = self.embed(b).unflatten(-1, (n, n))
-        return self.decode((left @ right).flatten(-2))
-
-
-class ImageMLP(Model):
-    """Paper 2's MNIST network (`ImageMLPSpec`): the image (a row of the shared table) →
-    `depth` linear layers with ReLU between them; regression against one-hot targets."""
-
-    spec_class = ImageMLPSpec
     roles = {"W": "layers.0.weight"}
+    # α multiplies every drawn weight, so arms along α differ in the scale alone
+    after_draws = frozenset({"init_scale"})
     targets: Tensor
 
     def __init__(self, spec: ImageMLPSpec, shape: DataShape):
         super().__init__(spec, shape)
         if shape.table is None:
             raise ValueError("image_mlp needs an image task's table of images")
-        self.table = shape.table  # shared by every seed: a plain attribute, not state
+        self.table: Tensor = shape.table  # shared by every seed: a plain attribute, not state
         widths = [shape.p] + [spec.width] * (spec.depth - 1) + [shape.n_classes]
         self.layers = nn.ModuleList(nn.Linear(i, o) for i, o in zip(widths, widths[1:],
                                                                      strict=False))
@@ -397,33 +361,26 @@ class ImageMLP(Model):
 
     @property
     def head(self) -> Head:
-        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION  # type: ignore[attr-defined]
+        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        first: nn.Linear = self.layers[0]  # type: ignore[assignment]
-        x = self.table[a].to(first.weight.dtype)  # type: ignore[index]  # (float64 tests)
-        for layer in self.layers[:-1]:
+        layers = [cast(nn.Linear, layer) for layer in self.layers]
+        x = self.table[a].to(layers[0].weight.dtype)
+        for layer in layers[:-1]:
             x = torch.relu(layer(x))
-        return self.layers[-1](x)
-
-    after_draws = {"init_scale": 1.0}
-
-    def after_draws_(self) -> None:
-        """Every weight and bias times α (`init_scale`): a seed's draws are the same at every
-        α, so arms along α differ in the scale alone."""
-        for param in self.parameters():
-            param.mul_(self.spec.init_scale)  # type: ignore[attr-defined]
+        return layers[-1](x)
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        """nn.Linear's default draws, layer by layer."""
+        """nn.Linear's default draws layer by layer, every weight and bias then times α."""
         for layer in self.layers:
-            init_linear_(layer, gen)  # type: ignore[arg-type]
+            init_linear_(cast(nn.Linear, layer), gen)
+        for param in self.parameters():
+            param.mul_(self.spec.init_scale)
 
     @torch.no_grad()
     def init_buffers_(self, gen: torch.Generator) -> None:
-        """The one-hot targets: fixed, nothing drawn."""
-        if self.spec.output == "regression":  # type: ignore[attr-defined]
+        if self.spec.output == "regression":
             self.targets.copy_(torch.eye(self.shape.n_classes))
 
 

@@ -1,22 +1,8 @@
 """Pinned CPU numerics: the same kernels, hence the same bits, on any x86-64 CPU with AVX2.
 
-torch picks its CPU kernels by the CPU it runs on: ATen's vectorised kernels (elementwise ops,
-reductions, the fused optimizers, random draws) by the widest instruction set present (AVX-512
-here, AVX2 on an AMD EPYC), MKL's matrix products by vendor and model (AMD gets a generic
-path). Different kernels round differently, and a grokking run turns a last-bit difference into
-hundreds of steps. So every training process pins both, before its first torch computation:
-
-- ATen: ``ATEN_CPU_CAPABILITY=avx2`` (read when ATen first dispatches a kernel);
-- MKL: conditional numerical reproducibility on its AVX2 branch (``MKL_CBWR=AVX2``, read at
-  MKL's first computation; ``mkl_cbwr_set`` likewise works only before it).
-
-`pin_environment` (called by ``import grokverify``, torch-free) sets both variables, overriding
-inherited ones; `pin` (called before training) sets MKL's branch again if MKL has not computed
-yet and checks that both took effect. A process that ran torch kernels before importing
-grokverify cannot be pinned any more: `pin` then raises `NumericsError` rather than train with
-unknown kernels. ``GROKVERIFY_NUMERICS=native`` turns
-pinning off (the host's own kernels; records then carry that kernel set in their store key, so
-they never mix with pinned ones). GPUs are not affected (docs/determinism.md).
+ATen's vectorised kernels are pinned to AVX2 and MKL to its COMPATIBLE branch, the one branch
+MKL runs identically on Intel and AMD (docs/determinism.md says why and what it costs).
+`pin_environment` must run before a process's first torch computation; `pin` checks it took.
 """
 
 from __future__ import annotations
@@ -26,13 +12,13 @@ import os
 from functools import cache
 from pathlib import Path
 
-PINNED = "x86-avx2"  # the numerics tag of a pinned CPU process (part of every CPU store key)
+PINNED = "x86-avx2-mkl-compatible"  # the numerics tag of a pinned CPU process (in CPU keys)
 _ATEN = "ATEN_CPU_CAPABILITY"
 _MKL = "MKL_CBWR"
 _MODE = "GROKVERIFY_NUMERICS"
 # mkl_service.h
 _MKL_CBWR_BRANCH = 1
-_MKL_CBWR_AVX2 = 10
+_MKL_CBWR_COMPATIBLE = 3
 _MKL_BRANCH_NAMES = {1: "off", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1",
                      8: "SSE4_2", 9: "AVX", 10: "AVX2", 11: "AVX512_MIC", 12: "AVX512",
                      13: "AVX512_MIC_E1", 14: "AVX512_E1"}
@@ -48,11 +34,11 @@ def native() -> bool:
 
 
 def pin_environment() -> None:
-    """Ask ATen and MKL for their AVX2 kernels; effective if no torch kernel has run in this
-    process yet. Overrides inherited values: the engine owns its numerics (module docstring)."""
+    """Ask ATen and MKL for the pinned kernels (overriding inherited values); takes effect only
+    before the process's first torch computation."""
     if not native():
         os.environ[_ATEN] = "avx2"
-        os.environ[_MKL] = "AVX2"
+        os.environ[_MKL] = "COMPATIBLE"
 
 
 @cache
@@ -73,7 +59,7 @@ def _mkl() -> ctypes.CDLL | None:
 
 
 def mkl_branch() -> str:
-    """MKL's current code branch ("AVX2" when pinned; "none" without MKL)."""
+    """MKL's current code branch ("COMPATIBLE" when pinned; "none" without MKL)."""
     dll = _mkl()
     if dll is None:
         return "none"
@@ -88,22 +74,22 @@ def aten_capability() -> str:
 
 
 def pin() -> None:
-    """Pin MKL's branch and check ATen's kernels; raises NumericsError when either is already
-    fixed to something else. Idempotent; a no-op with ``GROKVERIFY_NUMERICS=native``."""
+    """Pin the kernels, or raise NumericsError when torch already computed with others.
+    Idempotent; a no-op with ``GROKVERIFY_NUMERICS=native``."""
     if native():
         return
     pin_environment()
     dll = _mkl()
-    if dll is not None and mkl_branch() != "AVX2":
-        dll.mkl_serv_cbwr_set(_MKL_CBWR_AVX2)
+    if dll is not None and mkl_branch() != "COMPATIBLE":
+        dll.mkl_serv_cbwr_set(_MKL_CBWR_COMPATIBLE)
     got_aten, got_mkl = aten_capability(), mkl_branch()
-    if got_aten != "AVX2" or got_mkl not in ("AVX2", "none"):
+    if got_aten != "AVX2" or got_mkl not in ("COMPATIBLE", "none"):
         raise NumericsError(
-            f"cannot pin the CPU kernels (ATen: {got_aten}, MKL: {got_mkl}; wanted AVX2 for "
-            f"both): torch computed something in this process before grokverify was imported, "
-            f"or this CPU lacks AVX2. Import grokverify before any torch computation, or set "
-            f"{_MODE}=native to train with this host's own kernels (results then match only "
-            f"machines with the same kernel set).")
+            f"cannot pin the CPU kernels (ATen: {got_aten}, MKL: {got_mkl}; wanted AVX2 and "
+            f"COMPATIBLE): torch computed something in this process before the kernels were "
+            f"pinned, or this CPU lacks AVX2. Call grokverify.engine.numerics.pin_environment() "
+            f"before any torch computation, or set {_MODE}=native to train with this host's own "
+            f"kernels (results then match only machines with the same kernel set).")
 
 
 def tag(device_type: str) -> str:

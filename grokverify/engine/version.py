@@ -7,4 +7,4 @@ a bump, and when the version changes without new golden records. Refactors, comm
 work that keep results bit-identical do not bump it, so they do not re-key the store.
 """
 
-RESULTS_VERSION = "2026-12-01.1"
+RESULTS_VERSION = "2026-12-02.1"

@@ -15,7 +15,9 @@ sys.path.insert(0, str(HERE))
 
 from cases import CASES, SEEDS, digest, experiment, pinned_environment, summary_of  # noqa: E402
 
-import grokverify  # noqa: E402,F401  (pins the numerics first)
+from grokverify.engine.numerics import pin_environment  # noqa: E402
+
+pin_environment()  # before torch computes anything
 from grokverify.engine.loop import train_seeds  # noqa: E402
 from grokverify.engine.version import RESULTS_VERSION  # noqa: E402
 

@@ -26,8 +26,8 @@ CHECKED = (
     "(tests/test_golden_claims.py repeats this). Estimates and CIs: recomputed from the pinned "
     "per-seed values by the hand Kaplan-Meier median and hand joint bootstrap in "
     "tests/test_golden_claims.py (golden_fit), and for tiny the KM medians read off by hand: "
-    "every c1 seed is censored at the budget 300, so its median is unreached and the ratio "
-    "is a bound, c10's median (150 and 220 events, one censored: S = 1/3 after 220, so 220) "
+    "c1 has one event (250) and two seeds censored at the budget 300, so S stays at 2/3 and its "
+    "median is unreached: the ratio is a bound, c10's median (events at 140, 190 and 210: 190) "
     "over 300.")
 
 
