@@ -34,7 +34,7 @@ fixed seed count, paired and unpaired under heavy censoring, the truth an RMST r
 0.8 (`_ratio_for_rmst_ratio`); claims refuse sequential seeding with it (its percentile interval
 gave false verdicts of 0.032 / 0.038 at the strict early-look levels), so no sequential run.
 
-Families: four ``survival_compare`` members combined with ``grokverify.family.combine`` as the
+Families: four ``survival_compare`` members combined with ``grokverify.stats.family.combine`` as the
 pipeline does, with ``claims: all`` (false SUPPORTED at the worst case: one member at θ, three
 clearly inside; false REFUTED when every member is at θ) and ``claims: any`` (a SUPPORTED or
 PARTIAL family counts as supported; every member at θ, and one at θ with three clearly outside).
@@ -84,9 +84,10 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from grokverify.family import combine
-from grokverify.stats import CRITERIA, ArmSample, Verdict
+from grokverify.kinds import CRITERIA
 from grokverify.stats import simulate as sim
+from grokverify.stats.base import ArmSample, Verdict, judge
+from grokverify.stats.family import combine
 from grokverify.stats.sequential import nominal_levels, run_sequential
 
 LOOKS = (8, 12, 16, 20)
@@ -115,7 +116,7 @@ class Setting:
     power); neither: an alternative inside the region (SUPPORTED power). ``sequential``: also
     run group-sequentially (looks `LOOKS`). ``paired``: set the criterion's ``paired``
     parameter (the setting is skipped when the criterion has none). ``family``: "all" | "any":
-    `generate` returns member -> arms, combined with ``grokverify.family.combine``. ``power``:
+    `generate` returns member -> arms, combined with ``grokverify.stats.family.combine``. ``power``:
     "paired" | "unpaired", the two settings of ``paired_power_gain``."""
 
     criterion: str
@@ -148,17 +149,17 @@ class Setting:
 
 
 def combine_claims() -> bool:
-    """Whether ``grokverify.family.combine`` takes ``claims`` (all | any)."""
+    """Whether ``grokverify.stats.family.combine`` takes ``claims`` (all | any)."""
     return "claims" in inspect.signature(combine).parameters
 
 
 def skipped_because(setting: Setting) -> str:
     """Why the setting cannot run with this grokverify ("" when it can)."""
     if setting.paired is not None and \
-            "paired" not in CRITERIA[setting.criterion].params_model.model_fields:
+            "paired" not in CRITERIA[setting.criterion].model_fields:
         return f"{setting.criterion} has no 'paired' parameter"
     if setting.family and not combine_claims():
-        return "grokverify.family.combine has no 'claims' parameter"
+        return "grokverify.stats.family.combine has no 'claims' parameter"
     return ""
 
 
@@ -624,7 +625,7 @@ def _family_verdict(setting: Setting, params: Any, has_seed: bool, rng: np.rando
     for member, arms in setting.generate(rng, setting.n).items():
         p = params.model_copy(update={"bootstrap_seed": int(rng.integers(2**31 - 1))}) \
             if has_seed else params
-        results[member] = criterion.run(p, arms)
+        results[member] = judge(p, arms)
     return combine(results, setting.correction, claims=setting.family).verdict
 
 
@@ -636,7 +637,7 @@ def run_task(index: int, design: str, n_claims: int, seed: int, n_boot: int,
     gc.freeze()
     setting = (settings or build_settings(n_boot))[index]
     criterion = CRITERIA[setting.criterion]
-    params = criterion.params_model(**setting.run_params())
+    params = criterion(**setting.run_params())
     has_seed = "bootstrap_seed" in type(params).model_fields
     rng = np.random.default_rng([seed, index, 0 if design == "fixed" else 1])
     tally = Tally(index, design)
@@ -658,11 +659,11 @@ def run_task(index: int, design: str, n_claims: int, seed: int, n_boot: int,
             if has_seed else params
         if design == "fixed":
             arms = setting.generate(rng, setting.n)
-            result = criterion.run(p, arms)
+            result = judge(p, arms)
             used = setting.n
         else:
             full = setting.generate(rng, LOOKS[-1])
-            outcome = run_sequential(setting.criterion, p,
+            outcome = run_sequential(p,
                                      functools.partial(sim.first_seeds, full), LOOKS,
                                      kind=SPENDING)
             result, used = outcome.result, outcome.n_used
@@ -791,7 +792,7 @@ def report(shown: list[tuple[int, Setting]], by_key: dict[tuple[int, str], Tally
             continue
         print(f"{name}:" if name != "family" else
               "family (4 survival_compare members, correction holm, "
-              "grokverify.family.combine(claims=...)):")
+              "grokverify.stats.family.combine(claims=...)):")
         print(header)
         crit: dict[str, dict[str, list[float]]] = {
             d: {"cov": [], "fs": [], "fr": []} for d in ("fixed", "sequential")}

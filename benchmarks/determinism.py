@@ -43,9 +43,9 @@ from throughput import quick_arms, workloads  # noqa: E402
 from grokverify.engine.numerics import pin_environment  # noqa: E402
 
 pin_environment()  # before torch computes anything
+from grokverify.claim.experiment import ExperimentSpec  # noqa: E402
 from grokverify.engine import numerics  # noqa: E402
 from grokverify.engine.loop import train_seeds  # noqa: E402
-from grokverify.spec import ExperimentSpec  # noqa: E402
 
 SEEDS = list(range(8))
 CHUNKS = ([3], [2, 1, 0], [7, 6, 5, 4])

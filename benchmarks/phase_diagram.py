@@ -42,7 +42,8 @@ from reference import PlainTrainer  # noqa: E402
 from grokverify.engine.numerics import pin_environment  # noqa: E402
 
 pin_environment()  # before torch computes anything
-from grokverify.spec import ExperimentSpec, LoadedClaim, load_claim  # noqa: E402
+from grokverify.claim.experiment import ExperimentSpec  # noqa: E402
+from grokverify.claim.load import LoadedClaim, load_claim  # noqa: E402
 
 CLAIM = REPO / "claims" / "p2_phase_lr_wd_regression.yaml"
 

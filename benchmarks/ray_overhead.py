@@ -4,7 +4,7 @@
     python benchmarks/ray_overhead.py --quick    # smoke run, about 1 minute
 
 A generated tiny claim (paper 2's toy, 2 arms x 16 seeds, chunk size 1: 32 trials) goes through
-grokverify.pipeline.run_claims, each run into a fresh temporary store: in-process
+grokverify.run.pipeline.run_claims, each run into a fresh temporary store: in-process
 (`--executor local`: one trial after another, 1 thread) and on local Ray (one 1-CPU task per
 trial; on this 2-core machine two run at a time). Local and Ray runs alternate, and each Ray run
 is compared with the mean of the local runs either side of it (the machine's load drifts).
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-import grokverify.execute as execute
-from grokverify.pipeline import RunOptions, run_claims
-from grokverify.spec import load_claim
+import grokverify.run.execute as execute
+from grokverify.claim.load import load_claim
+from grokverify.run.pipeline import RunOptions, run_claims
 
 ARMS, SEEDS = 2, 16
 NICENESS_ENV = "RAY_" + "worker_niceness"  # Ray's config: workers run at nice 15 by default
@@ -72,9 +72,9 @@ def _warm(_: int = 0) -> int:
     and torch.optim's first use (which imports torch._dynamo, about 2 s here)."""
     import torch
 
+    from grokverify.claim.optimizers import OptimizerSpec
     from grokverify.engine import numerics
     from grokverify.engine.optimizers import build_optimizer
-    from grokverify.spec import OptimizerSpec
 
     numerics.pin()
     param = torch.nn.Parameter(torch.zeros(2))

@@ -6,7 +6,7 @@ that declares many CPUs, with each trial replaced by a stand-in of declared dura
 
 No cluster is at hand, so the cluster is simulated and the driver is real: a generated claim
 library (families with a grid of arms, 20 seeds an arm, `--chunk-size 1`: one trial a seed)
-goes through `grokverify.pipeline.run_claims` — planning, locks, submission under the in-flight
+goes through `grokverify.run.pipeline.run_claims` — planning, locks, submission under the in-flight
 cap, store writes, progress (rendered to /dev/null), statistics, reports — on a
 `RayExecutor(num_cpus=--cpus, task=<stand-in>)`. The stand-in (`RayExecutor`'s `task` seam)
 sleeps `--task-s` seconds and returns records of the real format: copies of a real tiny trial
@@ -49,8 +49,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grokverify.expand import TASK_MIN_S
-from grokverify.pipeline import SYNC_THREADS
+from grokverify.run.pipeline import SYNC_THREADS
+from grokverify.run.trials import TASK_MIN_S
 
 SEEDS = 20  # per arm, as at paper scale
 ARMS_PER_CLAIM = 5  # c4 and four rivals, each its own experiment
@@ -106,7 +106,9 @@ def make_stand_in(templates: list[dict[str, Any]], seconds: float) -> Callable[.
         import time as _time
         from datetime import datetime, timezone
 
-        from grokverify.spec import ExperimentSpec  # pydantic only: no torch in the worker
+        from grokverify.claim.experiment import (
+            ExperimentSpec,  # pydantic only: no torch in the worker
+        )
 
         _time.sleep(seconds)
         text = json.dumps(exp_json, sort_keys=True)
@@ -134,7 +136,7 @@ def _warm(seconds: float) -> int:
     spec: pydantic), then a wait, so that every slot's worker is started and warm."""
     import time as _time
 
-    from grokverify.spec import ExperimentSpec  # noqa: F401
+    from grokverify.claim.experiment import ExperimentSpec  # noqa: F401
 
     _time.sleep(seconds)
     return os.getpid()
@@ -142,8 +144,8 @@ def _warm(seconds: float) -> int:
 
 def train_templates(folder: Path) -> Path:
     """The real records the stand-in copies: one trial of the library's experiment."""
-    from grokverify.execute import run_trial
-    from grokverify.spec import load_claim
+    from grokverify.claim.load import load_claim
+    from grokverify.run.execute import run_trial
     from grokverify.store import process_part
 
     path = folder / "template_claim.yaml"
@@ -203,10 +205,10 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                        "RAY_enable_worker_prestart": "0"})
     from rich.console import Console
 
-    import grokverify.execute as execute
-    from grokverify.outcome import RunOptions
-    from grokverify.pipeline import run_claims
-    from grokverify.spec import load_claim
+    import grokverify.run.execute as execute
+    from grokverify.claim.load import load_claim
+    from grokverify.run.outcome import RunOptions
+    from grokverify.run.pipeline import run_claims
     from grokverify.store import Store
 
     templates = json.loads(Path(args.templates).read_text())
@@ -306,8 +308,8 @@ def ray_only(args: argparse.Namespace, claims: list[Any],
              templates: list[dict[str, Any]]) -> dict[str, Any]:
     """What Ray and the stand-ins alone reach on this machine: the library's trials through
     `RayExecutor.run` with callbacks that do nothing (no store, no progress)."""
-    from grokverify.execute import RayExecutor
-    from grokverify.expand import pending_trials, plan_arms
+    from grokverify.run.execute import RayExecutor
+    from grokverify.run.trials import pending_trials, plan_arms
     from grokverify.store import Store
 
     store = Store(Path(args.tmp) / "empty")
@@ -383,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (
         [300, 1000] if args.quick else [1000, 5000])
-    from grokverify.execute import IN_FLIGHT_PER_SLOT
+    from grokverify.run.execute import IN_FLIGHT_PER_SLOT
 
     cap = args.in_flight or IN_FLIGHT_PER_SLOT * args.cpus
     print(f"local Ray declaring {args.cpus} CPUs (this machine has {os.cpu_count()}), stand-in "

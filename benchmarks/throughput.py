@@ -68,8 +68,10 @@ from torch.optim.adam import adam  # noqa: E402
 from grokverify.engine.numerics import pin_environment  # noqa: E402
 
 pin_environment()  # before torch computes anything
-from grokverify.catalog.limits import MAX_STEPS  # noqa: E402
-from grokverify.catalog.probes import (  # noqa: E402
+from grokverify.claim.experiment import ExperimentSpec  # noqa: E402
+from grokverify.claim.limits import MAX_STEPS  # noqa: E402
+from grokverify.claim.load import load_claim  # noqa: E402
+from grokverify.claim.probes import (  # noqa: E402
     FourierShareSpec,
     GradNormRatioSpec,
     RankSpec,
@@ -79,8 +81,7 @@ from grokverify.catalog.probes import (  # noqa: E402
 )
 from grokverify.engine.loop import SeedTrainer  # noqa: E402
 from grokverify.engine.optimizers import uses_fused  # noqa: E402
-from grokverify.preflight import data_problems  # noqa: E402
-from grokverify.spec import ExperimentSpec, load_claim  # noqa: E402
+from grokverify.run.preflight import data_problems  # noqa: E402
 
 
 @dataclass

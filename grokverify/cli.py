@@ -24,15 +24,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grokverify.catalog.limits import MAX_SEEDS
-from grokverify.claimfiles import NoClaims, claim_files
-from grokverify.verdict import format_ci, format_number
+from grokverify.claim.files import NoClaims, claim_files
+from grokverify.claim.limits import MAX_SEEDS
+from grokverify.numbers import format_ci, format_number
 
 if TYPE_CHECKING:
-    from grokverify.budget import Limits
-    from grokverify.outcome import ClaimRun, RunOptions
-    from grokverify.spec import LoadedClaim
-    from grokverify.stats import CriterionResult
+    from grokverify.claim.budget import Limits
+    from grokverify.claim.load import LoadedClaim
+    from grokverify.run.outcome import ClaimRun, RunOptions
+    from grokverify.stats.base import CriterionResult
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM
@@ -164,7 +164,7 @@ def _add_data_option(parser: argparse.ArgumentParser) -> None:
 
 def _use_data_dir(args: argparse.Namespace) -> None:
     """--data-dir, as the environment variable every worker this run starts inherits."""
-    from grokverify.datasets import ENV_VAR
+    from grokverify.engine.datasets import ENV_VAR
 
     if args.data_dir is not None:
         os.environ[ENV_VAR] = str(args.data_dir.expanduser().resolve())
@@ -174,7 +174,7 @@ def _with_their_data(claims: list[LoadedClaim], scale: str, console: Console,
                      then: str = "") -> list[LoadedClaim]:
     """The claims whose data files are there; each other one is said SKIPPED, with where its
     files were looked for (files that are there but wrong raise SpecError: exit 2)."""
-    from grokverify.preflight import data_problems
+    from grokverify.run.preflight import data_problems
 
     skipped = data_problems(claims, scale)
     for claim_id, why in skipped.items():
@@ -183,7 +183,7 @@ def _with_their_data(claims: list[LoadedClaim], scale: str, console: Console,
 
 
 def _default_limits() -> tuple[float, float]:
-    from grokverify.budget import DEFAULT_LIMITS, GIB
+    from grokverify.claim.budget import DEFAULT_LIMITS, GIB
 
     return DEFAULT_LIMITS.max_trial_bytes / GIB, DEFAULT_LIMITS.max_trial_flops
 
@@ -228,7 +228,7 @@ def _limit_problem(args: argparse.Namespace) -> str | None:
 
 
 def _limits(args: argparse.Namespace) -> Limits:
-    from grokverify.budget import DEFAULT_LIMITS, GIB
+    from grokverify.claim.budget import DEFAULT_LIMITS, GIB
 
     memory = DEFAULT_LIMITS.max_trial_bytes if args.max_trial_memory is None \
         else int(args.max_trial_memory * GIB)
@@ -239,7 +239,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 def _argument_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with `run`'s options, checked before any claim is read (exit 2)."""
-    from grokverify.execute import address_problem
+    from grokverify.run.execute import address_problem
 
     positive = {"--seeds": args.seeds, "--chunk-size": args.chunk_size,
                 "--cpus-per-task": args.cpus_per_task}
@@ -321,11 +321,11 @@ def _print_run(run: ClaimRun, console: Console) -> None:
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    from grokverify.execute import ExecutionError
-    from grokverify.pipeline import RunOptions, device_for, run_claims
-    from grokverify.preflight import PathProblem, claim_problems, path_problems
     from grokverify.report.index import write_suite
     from grokverify.report.suite import read_report
+    from grokverify.run.execute import ExecutionError
+    from grokverify.run.pipeline import RunOptions, device_for, run_claims
+    from grokverify.run.preflight import PathProblem, claim_problems, path_problems
     from grokverify.store import StoreError
 
     problem = _argument_problem(args)
@@ -364,7 +364,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
 def _claims_of(args: argparse.Namespace) -> tuple[list[LoadedClaim], Limits]:
     """`run`'s or `report`'s claims (folders expanded), loaded under the limits of the options,
     with --data-dir in force for the workers and the data checks."""
-    from grokverify.spec import load_claim
+    from grokverify.claim.load import load_claim
 
     limits = _limits(args)
     _use_data_dir(args)
@@ -384,12 +384,12 @@ def _print_suite(paths: list[Path], console: Console) -> None:
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Rebuild reports and the suite from the store; nothing is trained and no executor (Ray)
     is started (`rebuild.rebuild_claims`)."""
-    from grokverify.execute import ExecutionError
-    from grokverify.outcome import RunOptions
-    from grokverify.preflight import claim_problems
-    from grokverify.rebuild import rebuild_claims
     from grokverify.report.index import write_suite
     from grokverify.report.suite import SUITE_FILES, read_report
+    from grokverify.run.execute import ExecutionError
+    from grokverify.run.outcome import RunOptions
+    from grokverify.run.preflight import claim_problems
+    from grokverify.run.rebuild import rebuild_claims
 
     problem = _limit_problem(args) or (f"--seeds must be between 1 and {MAX_SEEDS} (got "
                                        f"{args.seeds})" if args.seeds is not None and
@@ -451,7 +451,7 @@ def _cmd_diff(args: argparse.Namespace, console: Console) -> int:
 def _load_all(paths: list[Path], load: Callable[[Path], LoadedClaim]) -> list[LoadedClaim]:
     """Every claim file, with the problems of all of them in one error (so one run reports every
     bad file at once, and none is trained while another is bad)."""
-    from grokverify.yamlio import SpecError
+    from grokverify.claim.yamlio import SpecError
 
     loaded, problems = [], []
     for path in paths:
@@ -466,8 +466,8 @@ def _load_all(paths: list[Path], load: Callable[[Path], LoadedClaim]) -> list[Lo
 
 def _dry_run(claims: list[LoadedClaim], opts: RunOptions, device: str, limits: Limits,
              console: Console) -> int:
-    from grokverify.budget import GIB
-    from grokverify.preflight import plan_run
+    from grokverify.claim.budget import GIB
+    from grokverify.run.preflight import plan_run
 
     for p in plan_run(claims, opts, device):
         setting = "the paper's setting" if p.paper_setting else "NOT the paper's setting"
@@ -485,8 +485,8 @@ def _dry_run(claims: list[LoadedClaim], opts: RunOptions, device: str, limits: L
 
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    from grokverify.spec import load_claim
-    from grokverify.yamlio import SpecError
+    from grokverify.claim.load import load_claim
+    from grokverify.claim.yamlio import SpecError
 
     problem = _limit_problem(args)
     if problem:
@@ -508,16 +508,16 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
-    from grokverify.spec import Claim
+    from grokverify.claim.schema import Claim
 
     print(json.dumps(Claim.model_json_schema(), indent=2))
     return EXIT_OK
 
 
 def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
-    from grokverify.execute import resolve_device
-    from grokverify.plan import plan_claim
-    from grokverify.spec import load_claim
+    from grokverify.claim.load import load_claim
+    from grokverify.run.execute import resolve_device
+    from grokverify.run.plan import plan_claim
     from grokverify.store import Store
 
     _use_data_dir(args)
@@ -593,8 +593,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grokverify.claim.yamlio import SpecError
     from grokverify.engine.numerics import pin_environment
-    from grokverify.yamlio import SpecError
 
     pin_environment()  # before any torch computation in this process (docs/determinism.md)
     args = _parser().parse_args(argv)

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.atomic import probe_writable, write_atomic
-from grokverify.datasets import load as load_data
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine import numerics
+from grokverify.engine.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
-from grokverify.spec import ExperimentSpec
 
 STALE_AFTER_S = 6 * 3600  # a lock from another host older than this is taken over
 DEFAULT_STORE = Path(".grokverify") / "store"
@@ -69,14 +69,14 @@ def code_version() -> str:
 def environment(device_type: str) -> dict[str, str]:
     """The part of a record's key that is the process, not the experiment: the engine's results
     version, the torch release, the device type, the numerics. A worker must have the driver's
-    (`grokverify.execute.run_trial` checks before it trains)."""
+    (`grokverify.run.execute.run_trial` checks before it trains)."""
     return {"results_version": RESULTS_VERSION, "torch": torch_version(),
             "device": device_type, "numerics": numerics.tag(device_type)}
 
 
 def process_part(exp: ExperimentSpec, device_type: str) -> dict[str, str]:
     """`environment`, and for a task read from files the digest of what was read
-    (`grokverify.datasets`): records made from two copies of a dataset never share a key."""
+    (`grokverify.engine.datasets`): records made from two copies of a dataset never share a key."""
     name = exp.task.data_name()
     data = {"data": load_data(name).digest} if name is not None else {}
     return {**environment(device_type), **data}

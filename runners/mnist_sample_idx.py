@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grokverify.catalog.tasks import IMAGE_DATASETS
-from grokverify.idx import write_idx
+from grokverify.claim.tasks import IMAGE_DATASETS
+from grokverify.engine.idx import write_idx
 
 TRAIN_PER_DIGIT = 400
 

@@ -4,7 +4,7 @@ an open question's family each member's estimate and CI and the fitted trend), s
 training time of its records (each chunk once, whichever run trained it; the run's own wall time
 for results written before records_train_s existed) with how many seeds the run trained and
 reused, and what the claim's paper
-scale would cost: its arithmetic (`grokverify.budget.estimate`, every seed to the full budget)
+scale would cost: its arithmetic (`grokverify.claim.budget.estimate`, every seed to the full budget)
 and the CPU core-hours that is at 43 GFLOP/s a core, the rate measured for paper 1's MLP at
 p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md), and the GPU-hours of an NVIDIA H200
 at the engine's step times measured there for the same MLP (benchmarks/README.md, "GPU": one arm's
@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from grokverify.pipeline import scale_flops
-from grokverify.spec import LoadedClaim, load_claim
+from grokverify.claim.load import LoadedClaim, load_claim
+from grokverify.run.pipeline import scale_flops
 
 CPU_FLOPS = 43e9  # a core, paper 1's MLP at p = 97 (perf-notes: 31.5 steps/s x 1.36 GFLOP)
 # H200 seconds a training step of one arm takes, by the arm's seed count (benchmarks/README.md)

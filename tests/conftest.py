@@ -45,8 +45,8 @@ def write_tiny_images(folder: Path, n_train: int = 120, n_test: int = 60, seed: 
     never data a claim is judged on."""
     import numpy as np
 
-    from grokverify.catalog.tasks import IMAGE_DATASETS
-    from grokverify.idx import write_idx
+    from grokverify.claim.tasks import IMAGE_DATASETS
+    from grokverify.engine.idx import write_idx
 
     rng = np.random.default_rng(seed)
     templates = rng.integers(0, 256, (10, 28, 28))

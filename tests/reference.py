@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from grokverify.datasets import load
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.data import Batches
-from grokverify.engine.models import MODELS, DataShape, Model, example_losses_of, mean_loss_of
+from grokverify.engine.datasets import load
+from grokverify.engine.models import DataShape, Model, example_losses_of, mean_loss_of
 from grokverify.engine.optimizers import OPTIMIZERS, param_groups
-from grokverify.spec import ExperimentSpec
-from grokverify.tasks import build_dataset, image_split
+from grokverify.engine.tasks import build_dataset, image_split
+from grokverify.kinds import MODELS
 
 
 @dataclass
@@ -44,7 +45,7 @@ class PlainTrainer:
                  dtype: torch.dtype = torch.float32, frozen_embedding: bool = False):
         self.exp, self.seed, self.device = exp, seed, torch.device(device)
         shape, (train_set, val_set) = _plain_data(exp.task, seed, self.device, dtype)
-        model = MODELS[exp.model.kind].for_seed(exp.model, shape, seed)
+        model = MODELS.implementation(exp.model.kind).for_seed(exp.model, shape, seed)
         self.model: Model = model.to(device=self.device, dtype=dtype)
         emb = [self.model.get_parameter(n) for n in self.model.embedding]
         for param in emb if frozen_embedding else []:

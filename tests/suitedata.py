@@ -14,9 +14,9 @@ from typing import Any
 
 from rich.console import Console
 
-from grokverify.outcome import RunOptions
-from grokverify.pipeline import run_claims
-from grokverify.spec import load_claim
+from grokverify.claim.load import load_claim
+from grokverify.run.outcome import RunOptions
+from grokverify.run.pipeline import run_claims
 
 TINY = Path(__file__).parent / "fixtures" / "tiny_claim.yaml"
 NASTY = "<script>alert(1)</script> & \"q\" 'a'"

@@ -13,11 +13,11 @@ import torch
 from reference import PlainTrainer
 from scipy.stats import hypergeom
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import mean_loss_of
 from grokverify.engine.optimizers import OPTIMIZERS, group_settings
-from grokverify.spec import ExperimentSpec
-from grokverify.tasks import build_dataset
+from grokverify.engine.tasks import build_dataset
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 MLP = {"kind": "embed_mlp", "d": 8, "hidden": 12}

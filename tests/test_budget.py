@@ -1,4 +1,4 @@
-"""grokverify.budget: the spec-only estimate of a trial's memory is close to what training
+"""grokverify.claim.budget: the spec-only estimate of a trial's memory is close to what training
 really allocates, the shipped claims fit the default limits, and a claim over them is refused
 with the numbers (at load for one seed, and for a whole trial of a chunk of seeds)."""
 
@@ -12,16 +12,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from grokverify.budget import DEFAULT_LIMITS, GIB, Limits, batched_seeds, check, estimate
-from grokverify.catalog.models import MODEL_SPECS
-from grokverify.catalog.optimizers import STATE_COPIES
-from grokverify.catalog.tasks import OP_NAMES, class_count
-from grokverify.datasets import ENV_VAR
-from grokverify.engine.models import MODELS, DataShape
+from grokverify.claim.budget import DEFAULT_LIMITS, GIB, Limits, batched_seeds, check, estimate
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.optimizers import STATE_COPIES
+from grokverify.claim.tasks import TaskSpec, class_count
+from grokverify.claim.yamlio import SpecError
+from grokverify.engine.datasets import ENV_VAR
+from grokverify.engine.models import DataShape
 from grokverify.engine.optimizers import OPTIMIZERS
-from grokverify.spec import ExperimentSpec, TaskSpec, load_claim
-from grokverify.tasks import labels_for, pairs_for
-from grokverify.yamlio import SpecError
+from grokverify.engine.tasks import labels_for, pairs_for
+from grokverify.kinds import MODELS, TASKS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "claims").glob("*.yaml"))
@@ -33,7 +34,7 @@ _MEASURE = """
 import json, sys
 import torch
 from grokverify.engine.loop import train_seeds
-from grokverify.spec import ExperimentSpec
+from grokverify.claim.experiment import ExperimentSpec
 
 def status(field):
     for line in open("/proc/self/status"):
@@ -104,21 +105,21 @@ def test_estimate_is_close_to_the_measured_peak(name: str, tiny_images: Path,
     assert 0.75 * got <= want <= 2.5 * got, f"estimate {want >> 20} MiB, measured {got >> 20} MiB"
 
 
-@pytest.mark.parametrize("kind", sorted(MODEL_SPECS))
+@pytest.mark.parametrize("kind", sorted(MODELS.specs))
 @pytest.mark.parametrize("output", ["classification", "regression"])
 def test_model_size_counts_every_parameter_and_buffer(kind: str, output: str) -> None:
-    spec_class = MODEL_SPECS[kind]
+    spec_class = MODELS.specs[kind]
     fields = {"kind": kind, **({"output": output} if "output" in spec_class.model_fields else {})}
     spec = spec_class.model_validate(fields)
     p, n_classes = 11, 21  # (p: an image's pixels for an image model; its table is ignored)
     shape = DataShape(p=p, vocab=p + 2, n_classes=n_classes, table=torch.zeros(3, p))
-    model = MODELS[kind].for_seed(spec, shape, 0)
+    model = MODELS.implementation(kind).for_seed(spec, shape, 0)
     real = sum(t.numel() for t in (*model.parameters(), *model.buffers()))
     assert spec.size(p, n_classes).params == real
 
 
 def test_class_count_bounds_the_labels_of_every_task() -> None:
-    for op in OP_NAMES:
+    for op in TASKS:
         for modular in (True, False) if op != "div" else (True,):
             for unordered in (False, True) if op != "s3" else (False,):
                 p = 6 if op == "s3" else 7  # s3: its six elements, in order only
@@ -280,7 +281,7 @@ def _adam_lr_paper_arm() -> ExperimentSpec:
 def test_gpu_share_packs_small_chunks_eight_to_a_gpu() -> None:
     """`--gpus-per-task auto`: paper 1's MLP at p = 97 (0.15 GiB measured at 8 seeds on an
     H200) asks for 1/8 of a 16 GiB GPU; a share grows in eighths with the chunk's memory."""
-    from grokverify.budget import CUDA_CONTEXT_BYTES, GPU_PACK, gpu_share
+    from grokverify.claim.budget import CUDA_CONTEXT_BYTES, GPU_PACK, gpu_share
 
     exp = _adam_lr_paper_arm()
     assert gpu_share(exp, 8) == 1 / GPU_PACK == 0.125

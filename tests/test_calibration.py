@@ -210,7 +210,7 @@ def test_benchmark_runs_end_to_end(calibration: ModuleType,
     assert [w.split("=")[0] for w in last] == [
         "coverage_min", "false_supported_max", "false_refuted_max", "paired_power_gain"]
     assert not any("NO CALIBRATION SETTING" in line for line in out)
-    from grokverify.stats import CRITERIA
+    from grokverify.kinds import CRITERIA
 
     for name in CRITERIA:
         assert f"{name}:" in out

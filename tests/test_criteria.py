@@ -17,11 +17,13 @@ from statsmodels.duration.hazard_regression import PHReg
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
-from grokverify.spec import CriterionSpec, load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.claim.load import load_claim
+from grokverify.claim.schema import AnyCriterion
+from grokverify.claim.yamlio import SpecError
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.common import determined
-from grokverify.verdict import decide_interval
-from grokverify.yamlio import SpecError
+from grokverify.stats.verdict import decide_interval
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NEW = ["cox_hazard_ratio", "scalar_compare", "equivalence", "proportion", "correlation", "value"]
@@ -43,7 +45,7 @@ def lognormal(name: str, median: float, n: int = 20, seed: int = 0, sigma: float
 
 def run(params: dict[str, Any], *arms: ArmSample) -> CriterionResult:
     crit = CRITERIA[params["name"]]
-    result = crit.run(crit.params_model.model_validate(params), {a.name: a for a in arms})
+    result = judge(crit.model_validate(params), {a.name: a for a in arms})
     json.dumps(result.to_dict(), allow_nan=False)  # NaN-safe, always
     assert result.reason.endswith(".")
     return result
@@ -82,18 +84,18 @@ def value(**kw: Any) -> dict[str, Any]:
 
 def test_registered_with_discriminated_params() -> None:
     assert set(NEW) <= set(CRITERIA)
-    adapter = pydantic.TypeAdapter(CriterionSpec)
+    adapter = pydantic.TypeAdapter(AnyCriterion)
     examples = [cox(), scalar(), equiv(), equiv(arm="a", margin=2), prop(), corr(), value()]
     for example in examples:
         parsed = adapter.validate_python(example)
-        assert type(parsed) is CRITERIA[example["name"]].params_model
+        assert type(parsed) is CRITERIA[example["name"]]
 
 
-def test_metrics_of() -> None:
-    p = CRITERIA["correlation"].params_model.model_validate(corr())
-    assert [m.label() for m in p.metrics_needed()] == [X, Y]  # type: ignore[attr-defined]
-    assert [m.label() for m in CRITERIA["correlation"].metrics_of(p)] == [X, Y]  # type: ignore[misc]
-    assert all(CRITERIA[n].metrics_of is None for n in NEW if n != "correlation")
+def test_metrics_needed() -> None:
+    p = CRITERIA["correlation"].model_validate(corr())
+    assert [m.label() for m in p.metrics_needed()] == [X, Y]
+    others = [value(), scalar(), cox(), equiv(), prop()]
+    assert all(CRITERIA[o["name"]].model_validate(o).metrics_needed() == [] for o in others)
 
 
 @pytest.mark.parametrize(("params", "arms"), [
@@ -102,7 +104,7 @@ def test_metrics_of() -> None:
 ])
 def test_arms_of(params: dict[str, Any], arms: list[str]) -> None:
     crit = CRITERIA[params["name"]]
-    assert crit.arms_of(crit.params_model.model_validate(params)) == arms
+    assert crit.model_validate(params).arms() == arms
 
 
 def test_arm_sample_extra() -> None:
@@ -137,19 +139,19 @@ BAD_PARAMS = [
 @pytest.mark.parametrize("bad", BAD_PARAMS, ids=[str(i) for i in range(len(BAD_PARAMS))])
 def test_params_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(pydantic.ValidationError):
-        CRITERIA[bad["name"]].params_model.model_validate(bad)
+        CRITERIA[bad["name"]].model_validate(bad)
 
 
 def test_param_defaults() -> None:
-    p = CRITERIA["scalar_compare"].params_model.model_validate(scalar())
+    p = CRITERIA["scalar_compare"].model_validate(scalar())
     assert p.min_effect == 0.2 and p.threshold == pytest.approx(0.8)  # type: ignore[attr-defined]
-    p = CRITERIA["cox_hazard_ratio"].params_model.model_validate(cox())
+    p = CRITERIA["cox_hazard_ratio"].model_validate(cox())
     assert p.threshold == pytest.approx(1.25)  # type: ignore[attr-defined]
-    p = CRITERIA["cox_hazard_ratio"].params_model.model_validate(cox(direction="greater"))
+    p = CRITERIA["cox_hazard_ratio"].model_validate(cox(direction="greater"))
     assert p.threshold == pytest.approx(1 / 1.2)  # type: ignore[attr-defined]
-    p = CRITERIA["equivalence"].params_model.model_validate(equiv(arm="a"))
+    p = CRITERIA["equivalence"].model_validate(equiv(arm="a"))
     assert p.reference == 0 and p.ci_level == pytest.approx(0.9)  # type: ignore[attr-defined]
-    p = CRITERIA["equivalence"].params_model.model_validate(
+    p = CRITERIA["equivalence"].model_validate(
         equiv(margin_kind="relative", margin=0.2))
     assert p.region == pytest.approx((0.8, 1.25))  # type: ignore[attr-defined]
 
@@ -208,7 +210,7 @@ def test_no_usable_seed_is_inconclusive(params: dict[str, Any], arms: list[ArmSa
 def test_missing_arm_is_an_error(params: dict[str, Any]) -> None:
     crit = CRITERIA[params["name"]]
     with pytest.raises(KeyError):
-        crit.run(crit.params_model.model_validate(params), {"x": lognormal("x", 10)})
+        judge(crit.model_validate(params), {"x": lognormal("x", 10)})
 
 
 # ---------------------------------------------------------------- cox_hazard_ratio

@@ -15,10 +15,9 @@ import pydantic
 import pytest
 from test_mutants_spec import problems
 
-from grokverify.catalog.criteria import CRITERION_SPECS
-from grokverify.spec import load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.claim.load import load_claim
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 from grokverify.stats.crossing import crossings, order_k
 
 
@@ -35,7 +34,7 @@ def params(**kw: Any) -> dict[str, Any]:
 
 def run(p: dict[str, Any], *arms: ArmSample) -> CriterionResult:
     crit = CRITERIA["crossing"]
-    result = crit.run(crit.params_model.model_validate(p), {a.name: a for a in arms})
+    result = judge(crit.model_validate(p), {a.name: a for a in arms})
     json.dumps(result.to_dict(), allow_nan=False)
     assert result.reason.endswith(".")
     return result
@@ -161,12 +160,12 @@ def test_values_outside_zero_one_and_too_few_seeds_are_inconclusive() -> None:
 
 def test_a_time_metric_or_a_missing_arm_is_a_wiring_error() -> None:
     crit = CRITERIA["crossing"]
-    p = crit.params_model.model_validate(params())
+    p = crit.model_validate(params())
     with pytest.raises(KeyError):
-        crit.run(p, {"a": arm("a", 1, 3)})
+        judge(p, {"a": arm("a", 1, 3)})
     times = {k: ArmSample(k, [1.0, 2.0], [True, True], (0, 1)) for k in "abc"}
     with pytest.raises(TypeError, match="crossing takes value metrics"):
-        crit.run(p, times)
+        judge(p, times)
 
 
 @pytest.mark.parametrize(("bad", "field", "words"), [
@@ -190,7 +189,7 @@ def test_bad_params_are_refused_naming_the_field(bad: dict[str, Any], field: str
                                                  words: str) -> None:
     p = params(**bad)
     with pytest.raises(pydantic.ValidationError) as info:
-        CRITERIA["crossing"].params_model.model_validate(p)
+        CRITERIA["crossing"].model_validate(p)
     errors = info.value.errors()
     assert errors[0]["loc"][0] == field, errors
     assert words in str(info.value), str(info.value)
@@ -212,8 +211,8 @@ def test_x_from_a_metric_replaces_the_declared_x() -> None:
     """Declared 0.2, 0.3, 0.4 but realised 0.2, 0.32, 0.42: the crossing is interpolated at the
     realised x (0.32 + 0.25 · 0.1 = 0.345), the CI moves with it, and the rows show the x used."""
     crit = CRITERIA["crossing"]
-    spec = crit.params_model.model_validate(params(x=X_METRIC))
-    assert [m.label() for m in crit.metrics_of(spec)] == [X_LABEL]
+    spec = crit.model_validate(params(x=X_METRIC))
+    assert [m.label() for m in spec.metrics_needed()] == [X_LABEL]
     declared = run(params(), *three(400))
     moved = run(params(x=X_METRIC), *(with_x(a, x) for a, x in
                                       zip(three(400), [0.2, [0.31, 0.33], 0.42], strict=True)))
@@ -221,7 +220,7 @@ def test_x_from_a_metric_replaces_the_declared_x() -> None:
     assert moved.ci[0] - declared.ci[0] == pytest.approx(0.02, abs=0.005)
     assert [row.columns["x"] for row in moved.arms] == pytest.approx([0.2, 0.32, 0.42])
     assert moved.details["x"] == f"arm mean of {X_LABEL}"
-    assert crit.metrics_of(crit.params_model.model_validate(params())) == []
+    assert crit.model_validate(params()).metrics_needed() == []
 
 
 def test_arms_of_one_realised_x_are_pooled() -> None:
@@ -254,9 +253,9 @@ def test_without_a_region_the_crossing_is_a_finding_with_no_p() -> None:
     assert res.p_support is None and res.p_refute is None
     assert res.reason.startswith("An open question, estimated and not judged: ")
     assert "95% CI [" in res.reason and res.details["region"] is None
-    schema = CRITERION_SPECS["crossing"]
-    assert not schema.judged(schema.params_model.model_validate(p))
-    assert schema.judged(schema.params_model.model_validate(params()))
+    schema = CRITERIA["crossing"]
+    assert not schema.judged(schema.model_validate(p))
+    assert schema.judged(schema.model_validate(params()))
 
 
 # ---------------------------------------------------------------- in a claim file
@@ -292,7 +291,7 @@ def test_a_claim_with_a_grid_loads(tmp_path: Path) -> None:
     path = tmp_path / "claim.yaml"
     path.write_text(CLAIM, encoding="utf-8")
     loaded = load_claim(path)
-    assert CRITERIA["crossing"].arms_of(loaded.claim.criterion) == ["f0.4", "f0.6", "f0.8"]
+    assert loaded.claim.criterion.arms() == ["f0.4", "f0.6", "f0.8"]
 
 
 def test_a_missing_arm_is_named_at_its_key(tmp_path: Path) -> None:
@@ -376,7 +375,7 @@ def test_an_open_questions_family_is_a_finding_with_its_trend(tmp_path: Path) ->
     the trend through the three estimates, in result.json and the report."""
     from rich.console import Console
 
-    from grokverify.pipeline import RunOptions, run_claims
+    from grokverify.run.pipeline import RunOptions, run_claims
     from grokverify.stats.trend import fit_trend
 
     path = tmp_path / "open.yaml"

@@ -10,10 +10,12 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from grokverify.catalog.models import ToyMatrixSpec, ToySumSpec
-from grokverify.engine.models import MODELS, DataShape, Model
-from grokverify.spec import ExperimentSpec, load_claim
-from grokverify.yamlio import SpecError
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.models import ToyMatrixSpec, ToySumSpec
+from grokverify.claim.yamlio import SpecError
+from grokverify.engine.models import DataShape, Model
+from grokverify.kinds import MODELS
 
 SUM = {"kind": "toy_sum", "hidden": 5, "output": "regression", "target_dim": 4}
 SUM_SHAPE = DataShape(p=7, vocab=9, n_classes=13)
@@ -27,7 +29,7 @@ DECODER = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc
 
 def build(kind: str, **settings: float) -> Model:
     spec_class, fields, shape, seed = CASES[kind]
-    return MODELS[kind].for_seed(spec_class(**fields, **settings), shape, seed)
+    return MODELS.implementation(kind).for_seed(spec_class(**fields, **settings), shape, seed)
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
@@ -35,7 +37,7 @@ def test_the_scale_keys_the_record_but_not_the_seeds_draws(kind: str) -> None:
     spec_class, fields, shape, _ = CASES[kind]
     plain, scaled = spec_class(**fields), spec_class(**fields, decoder_init_scale=0.25)
     assert '"decoder_init_scale":0.25' in scaled.canonical() != plain.canonical()
-    model = MODELS[kind]
+    model = MODELS.implementation(kind)
     assert model.stream_key(plain, shape) == model.stream_key(scaled, shape)
 
 

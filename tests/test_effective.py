@@ -26,7 +26,7 @@ from grokverify.analysis.effective import (
     predicted_steps,
     steps_to_structure,
 )
-from grokverify.rng import numpy_rng
+from grokverify.engine.streams import numpy_rng
 
 P = 10
 FULL = all_samples(P)

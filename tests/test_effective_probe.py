@@ -15,14 +15,18 @@ import torch
 
 from grokverify.analysis import effective as eff
 from grokverify.analysis import parallelogram as pg
-from grokverify.catalog.models import ToySumSpec
-from grokverify.catalog.probes import EffectiveSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.models import ToySumSpec
+from grokverify.claim.probes import EffectiveSpec
+from grokverify.claim.tasks import TaskSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ProbeContext
-from grokverify.spec import TaskSpec, load_claim
-from grokverify.tasks import build_dataset
+from grokverify.engine.probes import ProbeContext
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import PROBES
+
+probe = PROBES.implementation  # a probe's function by name
 
 CURVES = ["effective.lambda3", "effective.n_h", "effective.sum_drift", "effective.z0_drift"]
 
@@ -39,7 +43,7 @@ def _probe(frac: float, seeds: list[int], spec: EffectiveSpec, emb_dim: int = 1)
                          DataShape(p=10, vocab=12, n_classes=data[0].n_classes), seeds)
     rows = tuple(torch.as_tensor(np.stack([getattr(d, k)[d.train_idx] for d in data]))
                  for k in ("a", "b", "y"))
-    got = {k: v.numpy() for k, v in PROBES["effective"](model, spec, ProbeContext(rows)).items()}
+    got = {k: v.numpy() for k, v in probe("effective")(model, spec, ProbeContext(rows)).items()}
     pairs = [np.stack([d.a[d.train_idx], d.b[d.train_idx]], axis=1) for d in data]
     return got, model, pairs
 
@@ -87,7 +91,7 @@ def test_an_unpinned_set_has_no_prediction_and_a_diverged_seed_is_nan() -> None:
     data = [build_dataset(task, s) for s in [0, 1, 2]]
     rows = tuple(torch.as_tensor(np.stack([getattr(d, k)[d.train_idx] for d in data]))
                  for k in ("a", "b", "y"))
-    again = PROBES["effective"](model, _spec(flow_steps=10), ProbeContext(rows))
+    again = probe("effective")(model, _spec(flow_steps=10), ProbeContext(rows))
     assert all(math.isnan(again[c][1].item()) for c in CURVES)
     assert math.isfinite(again["effective.z0_drift"][0].item())
 

@@ -18,14 +18,14 @@ import pytest
 import torch
 from reference import train_plain
 
-from grokverify.catalog.models import EmbedMLPSpec, ModelSpec, ToySumSpec
-from grokverify.datasets import ENV_VAR
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import EmbedMLPSpec, ModelSpec, ToySumSpec
 from grokverify.engine.batched import BatchedModel, plain_copy
+from grokverify.engine.datasets import ENV_VAR
 from grokverify.engine.fast import fast_path_for
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import DataShape, mean_loss_of
 from grokverify.engine.optimizers import uses_fused
-from grokverify.spec import ExperimentSpec
 
 TASK = {"op": "add", "p": 11, "train_frac": 0.7, "test_frac": 0.2}
 TOY_TASK = {"op": "add", "p": 10, "modular": False, "unordered": True, "train_frac": 0.6}

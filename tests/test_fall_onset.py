@@ -15,9 +15,10 @@ import pandas as pd
 import pydantic
 import pytest
 
-from grokverify.catalog.metrics import METRIC_SPECS, FallOnset, FallOnsetRatio
-from grokverify.metrics import observe, running_median
-from grokverify.samples import seed_value
+from grokverify.claim.metrics import FallOnset, FallOnsetRatio
+from grokverify.kinds import METRICS
+from grokverify.stats.arms import seed_value
+from grokverify.stats.metrics import observe, running_median
 
 STEPS = [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
 
@@ -115,7 +116,7 @@ def test_a_diverged_seed_is_left_out() -> None:
 ])
 def test_bad_specs_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(pydantic.ValidationError):
-        METRIC_SPECS[bad["name"]].model_validate(bad)
+        METRICS.specs[bad["name"]].model_validate(bad)
 
 
 def test_even_window_message_says_why() -> None:

@@ -15,14 +15,13 @@ from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 from test_p_against_theta import Case, arm, normal, run_case, shares, times
 
-from grokverify.catalog.criteria import CRITERION_SPECS
-from grokverify.family import combine
-from grokverify.pipeline import RunOptions, run_claims
-from grokverify.spec import load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.claim.load import load_claim
+from grokverify.claim.yamlio import SpecError
+from grokverify.kinds import CRITERIA
+from grokverify.run.pipeline import RunOptions, run_claims
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
+from grokverify.stats.family import combine
 from grokverify.stats.survival import SurvivalCompareParams
-from grokverify.yamlio import SpecError
 
 
 def _result(p_support: float | None, p_refute: float | None,
@@ -170,7 +169,7 @@ def phase_codes(name: str, code: int, seed: int, n: int) -> ArmSample:
 
 def _members(name: str, refuted: str | None = None) -> dict[str, CriterionResult]:
     """Three members of clear-cut data for criterion `name`; `refuted` lies outside."""
-    if not CRITERION_SPECS[name].family_ok:
+    if not CRITERIA[name].family_ok:
         pytest.skip(f"{name} declares family_ok=False: a family of it is refused at load")
     out = {}
     for seed, member in enumerate(("add", "mul", "div")):
@@ -217,7 +216,7 @@ def test_single_member_without_correction_agrees_with_the_ci_rule(seed: int) -> 
     for direction, m in (("less", 0.2), ("greater", 0.1)):
         params = SurvivalCompareParams(name="survival_compare", baseline="b", treated="t",
                                        direction=direction, min_effect=m, n_boot=400)
-        result = CRITERIA["survival_compare"].run(params, arms)
+        result = judge(params, arms)
         for claims in ("all", "any"):
             member = combine({"only": result}, "none", claims).members[0]
             assert member.verdict == result.verdict
@@ -272,8 +271,7 @@ def test_family_of_an_uncombinable_criterion_is_refused_at_load(
         tmp_path: Path, tiny_claim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A criterion whose schema declares family_ok=False (no p against θ) cannot be a family."""
     name = load_claim(tiny_claim).claim.criterion.name
-    monkeypatch.setitem(CRITERION_SPECS, name,
-                        dataclasses.replace(CRITERION_SPECS[name], family_ok=False))
+    monkeypatch.setattr(CRITERIA[name], "family_ok", False)
     path = _family_claim(tmp_path, tiny_claim, "big: {task: {p: 12}}")
     with pytest.raises(SpecError) as err:
         load_claim(path)

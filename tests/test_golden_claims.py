@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent / "golden"))
 from claim_cases import CLAIMS, pinned_of, run_claim  # noqa: E402
 from reference import train_plain  # noqa: E402
 
+from grokverify.claim.load import load_claim  # noqa: E402
 from grokverify.cli import main  # noqa: E402
 from grokverify.engine import numerics  # noqa: E402
 from grokverify.engine.version import RESULTS_VERSION  # noqa: E402
-from grokverify.spec import load_claim  # noqa: E402
 from grokverify.store import torch_version  # noqa: E402
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "claims.json").read_text())

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from grokverify.budget import GPU_PACK, gpu_share
-from grokverify.execute import ExecutionError, RayExecutor
-from grokverify.expand import Trial, pending_trials, plan_arms
-from grokverify.spec import load_claim
+from grokverify.claim.budget import GPU_PACK, gpu_share
+from grokverify.claim.load import load_claim
+from grokverify.run.execute import ExecutionError, RayExecutor
+from grokverify.run.trials import Trial, pending_trials, plan_arms
 from grokverify.store import Store
 
 pytestmark = pytest.mark.ray

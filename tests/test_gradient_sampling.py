@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine import loop
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.data import SeedData
@@ -20,8 +21,7 @@ from grokverify.engine.sampling import (
     sampling_weights,
     weight_summary,
 )
-from grokverify.rng import stream_seed
-from grokverify.spec import ExperimentSpec
+from grokverify.engine.streams import stream_seed
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 TOY_TASK = {"op": "add", "p": 6, "modular": False, "unordered": True, "train_frac": 0.6}

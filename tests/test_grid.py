@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_spec import CLAIM, assert_bad, edit, line_no, write
 
-from grokverify.grid import GridSpec, value_name
-from grokverify.spec import load_claim
+from grokverify.claim.grid import GridSpec, value_name
+from grokverify.claim.load import load_claim
 
 ARMS = """arms:
   c1:

@@ -17,15 +17,17 @@ import torch
 from conftest import write_tiny_images
 from pydantic import ValidationError
 
-from grokverify.catalog.models import ImageMLPSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import ImageMLPSpec
+from grokverify.claim.tasks import ImageTaskSpec
 from grokverify.cli import main
-from grokverify.datasets import ENV_VAR, BadData, MissingData, load, locate
 from grokverify.engine.data import SeedData
-from grokverify.engine.models import MODELS, DataShape
-from grokverify.idx import IdxError, read_idx, write_idx
-from grokverify.spec import ExperimentSpec, ImageTaskSpec
+from grokverify.engine.datasets import ENV_VAR, BadData, MissingData, load, locate
+from grokverify.engine.idx import IdxError, read_idx, write_idx
+from grokverify.engine.models import DataShape
+from grokverify.engine.tasks import image_split
+from grokverify.kinds import MODELS
 from grokverify.store import key_inputs, record_key
-from grokverify.tasks import image_split
 
 TASK = {"dataset": "mnist", "n_train": 40, "n_val": 20}
 MODEL = {"kind": "image_mlp", "depth": 3, "width": 8, "init_scale": 3.0}
@@ -248,7 +250,7 @@ def test_the_mlp_computes_relu_layers_by_hand_and_regresses_to_one_hot() -> None
     spec = ImageMLPSpec(kind="image_mlp", depth=3, width=5, init_scale=1.0)
     table = torch.rand(7, 784, generator=torch.Generator().manual_seed(0))
     shape = DataShape(p=784, vocab=784, n_classes=10, table=table)
-    model = MODELS["image_mlp"].for_seed(spec, shape, seed=3)
+    model = MODELS.implementation("image_mlp").for_seed(spec, shape, seed=3)
     a = torch.tensor([4, 0, 6])
     out = model(a, torch.zeros_like(a)).detach().numpy()
     x = table[a].double().numpy()
@@ -269,7 +271,7 @@ def test_alpha_multiplies_every_initial_weight_and_bias() -> None:
     """A seed's draws are nn.Linear's default (U(±1/√fan_in)) and the same at every α, which
     multiplies them: arms along α differ in the scale alone."""
     shape = DataShape(p=784, vocab=784, n_classes=10, table=torch.zeros(2, 784))
-    plain, scaled = (dict(MODELS["image_mlp"].for_seed(
+    plain, scaled = (dict(MODELS.implementation("image_mlp").for_seed(
         ImageMLPSpec(kind="image_mlp", width=6, init_scale=alpha), shape, seed=4)
         .named_parameters()) for alpha in (1.0, 9.0))
     assert set(plain) == {f"layers.{i}.{k}" for i in range(3) for k in ("weight", "bias")}

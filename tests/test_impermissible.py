@@ -13,14 +13,16 @@ import torch
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
-from grokverify.catalog.models import ToySumSpec
-from grokverify.catalog.probes import ImpermissibleSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.models import ToySumSpec
+from grokverify.claim.probes import ImpermissibleSpec
+from grokverify.claim.tasks import TaskSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ProbeContext
-from grokverify.spec import TaskSpec, load_claim
-from grokverify.tasks import build_dataset
+from grokverify.engine.probes import ProbeContext
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import PROBES
 
 
 def brute_gaps(e: np.ndarray, train: list[int]) -> list[float]:
@@ -65,7 +67,7 @@ def test_the_probe_gives_each_seed_its_own_splits_gaps() -> None:
     rows = tuple(torch.as_tensor(np.stack([getattr(d, k)[d.train_idx] for d in data]))
                  for k in ("a", "b", "y"))
     spec = ImpermissibleSpec(name="impermissible", every=1, delta=delta)
-    got = PROBES["impermissible"](model, spec, ProbeContext(rows))
+    got = PROBES.implementation("impermissible")(model, spec, ProbeContext(rows))
     assert sorted(got) == sorted(spec.curves())
     for s in seeds:
         e = model.param("embed.weight")[s].detach().double().numpy()

@@ -7,10 +7,10 @@ import pytest
 import torch
 from reference import train_plain
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.probes import sigma_max_of
-from grokverify.spec import ExperimentSpec
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 MLP = {"kind": "embed_mlp", "d": 8, "hidden": 12}

@@ -10,9 +10,10 @@ import numpy as np
 import pydantic
 import pytest
 
-from grokverify.catalog.metrics import METRIC_SPECS, AnyMetric
-from grokverify.metrics import METRICS, observe
-from grokverify.samples import arm_sample
+from grokverify.claim.criteria import AnyMetric
+from grokverify.kinds import METRICS
+from grokverify.stats.arms import arm_sample
+from grokverify.stats.metrics import observe
 
 METRIC = pydantic.TypeAdapter(AnyMetric)
 
@@ -134,14 +135,14 @@ def test_bad_metric_specs_are_refused(bad: dict[str, Any]) -> None:
 def test_kinds_and_defaults() -> None:
     assert metric(name="val_threshold_step").on_diverged == "budget"
     assert metric(name="final_value", curve="val_acc").on_diverged == "exclude"
-    kinds = {name: cls.kind for name, cls in METRIC_SPECS.items()}
+    kinds = {name: cls.kind for name, cls in METRICS.specs.items()}
     assert {n for n, k in kinds.items() if k == "time"} == {
         "val_threshold_step", "train_threshold_step", "grokking_lag", "delay_ratio",
         "curve_reaches", "fall_onset", "fall_onset_ratio", "reaches_ratio"}
     assert {n for n, k in kinds.items() if k == "value"} == {
         "curve_at", "curve_reached", "curve_mean", "curve_ratio", "final_value", "final_difference",
         "phase_is", "phase", "tracking_drift"}
-    assert set(METRICS) == set(METRIC_SPECS)
+    assert set(METRICS) == set(METRICS.specs)
 
 
 # ---------------------------------------------------------------- time metrics

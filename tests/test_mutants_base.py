@@ -20,17 +20,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grokverify.catalog.criteria import CRITERION_SPECS, CorrelationParams, ValueParams
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.claim.criteria import CorrelationParams, ValueParams
+from grokverify.kinds import CRITERIA
 from grokverify.stats.base import (
     P_TOL,
+    ArmSample,
     ArmSummary,
-    Criterion,
+    CriterionResult,
+    Verdict,
+    judge,
     p_against_words,
     verdict_from_p,
     wald_p,
 )
-from grokverify.stats.correlation import information, run_correlation
+from grokverify.stats.correlation import run_correlation
 from grokverify.stats.scalar import run_value
 
 INF = math.inf
@@ -48,7 +51,7 @@ def arm(values: list[float], observed: list[int] | None = None, kind: str = "val
 def value(a: ArmSample, **params: Any) -> CriterionResult:
     """The ``value`` criterion on one arm."""
     crit = CRITERIA["value"]
-    return crit.run(crit.params_model.model_validate({"name": "value", "arm": a.name, **params}),
+    return judge(crit.model_validate({"name": "value", "arm": a.name, **params}),
                     {a.name: a})
 
 
@@ -204,10 +207,10 @@ def test_p_words_of_a_result_with_one_side_withheld_print_no_p_for_that_side() -
     base = arm([1000.0, 1100.0, 900.0, 1050.0, 950.0], kind="time", name="b")
     treat = arm([1500.0, 2000.0, 1400.0, 2000.0, 1450.0], [1, 0, 1, 0, 1], kind="time", name="t")
     crit = CRITERIA["scalar_compare"]
-    params = crit.params_model.model_validate(
+    params = crit.model_validate(
         {"name": "scalar_compare", "baseline": "b", "treated": "t", "direction": "greater",
          "statistic": "mean", "paired": False, "n_boot": 200})
-    res = crit.run(params, {"b": base, "t": treat})
+    res = judge(params, {"b": base, "t": treat})
     assert res.verdict is Verdict.SUPPORTED and res.p_refute is None
     assert p_against_words(res.to_dict()) == (
         "p(support) < 0.005, p(refute) withheld (censored seeds make it invalid) against θ, the "
@@ -217,32 +220,29 @@ def test_p_words_of_a_result_with_one_side_withheld_print_no_p_for_that_side() -
 # --- a criterion built from its catalog schema ----------------------------------------------
 
 
-def test_criterion_of_wires_the_schema_the_run_and_the_information() -> None:
-    """``correlation``: the name and params model of its schema, its own run, its arm, its x and
-    y metrics, the kinds it accepts and its information n - 3 (1 / se^2 of Fisher's z)."""
-    schema = CRITERION_SPECS["correlation"]
-    crit = Criterion.of(schema, run_correlation, information)
-    assert (crit.name, crit.params_model, crit.run) == ("correlation", CorrelationParams,
-                                                         run_correlation)
+def test_a_criterion_is_found_from_its_name_with_its_arms_metrics_and_information() -> None:
+    """``correlation``: its params class and its run from one name, its arm, its x and y
+    metrics, the kinds it accepts and its information n - 3 (1 / se^2 of Fisher's z)."""
+    assert CRITERIA["correlation"] is CorrelationParams
+    assert CRITERIA.implementation("correlation") is run_correlation
     params = CorrelationParams.model_validate(
         {"name": "correlation", "arm": "a", "x": "val_threshold_step",
          "y": "train_threshold_step", "direction": "positive", "min_effect": 0.3})
-    assert crit.arms_of(params) == ["a"]
-    assert crit.metrics_of is not None
-    assert [m.name for m in crit.metrics_of(params)] == ["val_threshold_step",
+    assert params.arms() == ["a"]
+    assert [m.name for m in params.metrics_needed()] == ["val_threshold_step",
                                                          "train_threshold_step"]
-    assert crit.kinds_of(params) == ("time", "value")
-    assert crit.information(10) == 7.0
+    assert params.kinds() == ("time", "value")
+    assert params.information(10) == 7.0
 
 
-def test_criterion_of_without_further_metrics_has_information_n_and_runs() -> None:
-    """``value``: no further metrics, information n by default, and the run it was given
-    judges a claim (all five seeds within 1 ± 0.5: SUPPORTED)."""
-    crit = Criterion.of(CRITERION_SPECS["value"], run_value)
-    assert (crit.name, crit.params_model, crit.metrics_of) == ("value", ValueParams, None)
-    assert crit.information(12) == 12.0
+def test_a_criterion_without_further_metrics_has_information_n_and_runs() -> None:
+    """``value``: no further metrics, information n by default, and its run judges a claim
+    (all five seeds within 1 ± 0.5: SUPPORTED)."""
+    assert CRITERIA["value"] is ValueParams
+    assert CRITERIA.implementation("value") is run_value
     params = ValueParams.model_validate({"name": "value", "arm": "a", "target": 1.0, "tol": 0.5,
                                          "statistic": "median"})
-    assert crit.arms_of(params) == ["a"] and crit.kinds_of(params) == ("time", "value")
-    res = crit.run(params, {"a": arm([1.0, 1.1, 0.9, 1.05, 0.95, 1.02, 0.98])})
+    assert params.metrics_needed() == [] and params.information(12) == 12.0
+    assert params.arms() == ["a"] and params.kinds() == ("time", "value")
+    res = judge(params, {"a": arm([1.0, 1.1, 0.9, 1.05, 0.95, 1.02, 0.98])})
     assert (res.criterion, res.verdict) == ("value", Verdict.SUPPORTED)

@@ -24,8 +24,8 @@ import pytest
 from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
-from grokverify.catalog.criteria import ScalarCompareParams
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.claim.criteria import ScalarCompareParams
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.common import (
     bca_p_values,
     bootstrap_ci,
@@ -66,7 +66,7 @@ def scalar(**kw: Any) -> ScalarCompareParams:
 
 
 def run(params: ScalarCompareParams, b: ArmSample, t: ArmSample) -> CriterionResult:
-    return CRITERIA["scalar_compare"].run(params, {"b": b, "t": t})
+    return judge(params, {"b": b, "t": t})
 
 
 def scipy_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], level: float,

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 
 X, Y = "val_threshold_step", "train_threshold_step"
 Z975 = float(sps.norm.ppf(0.975))
@@ -41,7 +42,7 @@ def run(params: dict[str, Any], arm: ArmSample) -> CriterionResult:
     crit = CRITERIA["correlation"]
     claim = {"name": "correlation", "arm": arm.name, "x": X, "y": Y, "direction": "positive",
              "min_effect": 0.3, **params}
-    return crit.run(crit.params_model.model_validate(claim), {arm.name: arm})
+    return judge(crit.model_validate(claim), {arm.name: arm})
 
 
 def time_arm(x: list[float], y: list[float], x_observed: list[int] | None = None,
@@ -259,11 +260,11 @@ def test_one_constant_metric_reads_is() -> None:
 def test_missing_arm_is_a_wiring_error_naming_the_criterion() -> None:
     """A claim whose arm has no data raises KeyError that names the criterion and the arm."""
     crit = CRITERIA["correlation"]
-    params = crit.params_model.model_validate(
+    params = crit.model_validate(
         {"name": "correlation", "arm": "a", "x": X, "y": Y, "direction": "positive",
          "min_effect": 0.3})
     with pytest.raises(KeyError, match=re.escape("correlation: no data for arm(s) ['a']")):
-        crit.run(params, {"other": time_arm([1, 2, 3, 4], [1, 2, 3, 4])})
+        judge(params, {"other": time_arm([1, 2, 3, 4], [1, 2, 3, 4])})
 
 
 # ---------------------------------------------------------------- perfect correlation

@@ -21,9 +21,10 @@ from scipy import stats as sps
 from statsmodels.duration.hazard_regression import PHReg
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
-from grokverify.catalog.metrics import Kind
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult
+from grokverify.claim.metrics import Kind
+from grokverify.kinds import CRITERIA
 from grokverify.stats import cox as cox_module
+from grokverify.stats.base import ArmSample, CriterionResult, judge
 
 NAME = "cox_hazard_ratio"
 BUDGET = 1000.0
@@ -43,12 +44,12 @@ def arm(name: str, values: list[float], observed: list[bool] | None = None,
 
 
 def params(**kw: Any) -> Any:
-    return CRITERIA[NAME].params_model.model_validate(
+    return CRITERIA[NAME].model_validate(
         {"name": NAME, "baseline": "b", "treated": "t", "direction": "less", **kw})
 
 
 def run(arms: list[ArmSample], **kw: Any) -> CriterionResult:
-    return CRITERIA[NAME].run(params(**kw), {a.name: a for a in arms})
+    return judge(params(**kw), {a.name: a for a in arms})
 
 
 # Baseline: 7 events, 3 seeds censored at the budget (and one diverged seed left out);

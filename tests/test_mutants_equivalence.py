@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 
 CENSORING_REFUSE = "censored: refuse -- any censored value withholds the verdict (INCONCLUSIVE)"
 CENSORING_AS_BUDGET = (
@@ -44,8 +45,8 @@ def arm(name: str, values: Any, observed: Any = None, seeds: Any = None,
 
 def run(params: dict[str, Any], *arms: ArmSample) -> CriterionResult:
     crit = CRITERIA["equivalence"]
-    model = crit.params_model.model_validate({"name": "equivalence", **params})
-    return crit.run(model, {a.name: a for a in arms})
+    model = crit.model_validate({"name": "equivalence", **params})
+    return judge(model, {a.name: a for a in arms})
 
 
 def two(**kw: Any) -> dict[str, Any]:

@@ -30,12 +30,12 @@ from typing import Any
 import pytest
 import torch
 
-from grokverify.catalog.metrics import TrackingDrift
+from grokverify.claim.experiment import ExperimentSpec, TrainingSpec
+from grokverify.claim.metrics import TrackingDrift
 from grokverify.engine import loop, numerics
 from grokverify.engine.fast import FAST_PATHS, FastPath
 from grokverify.engine.loop import SeedTrainer, Shard, cpu_workers, run_to_budget, train_seeds
-from grokverify.metrics import observe
-from grokverify.spec import ExperimentSpec, TrainingSpec
+from grokverify.stats.metrics import observe
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}  # 49 pairs, 29 for training
 N_TRAIN = 29

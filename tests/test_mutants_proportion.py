@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, judge
 
 PHI = NormalDist()
 OBSERVED_CENSORING = "a censored seed did not reach the threshold within its budget: a failure"
@@ -37,7 +38,7 @@ P_LABEL = "one-sided exact binomial test p against θ"
 
 def run(params: dict[str, Any], arm: ArmSample) -> CriterionResult:
     crit = CRITERIA["proportion"]
-    result = crit.run(crit.params_model.model_validate({"name": "proportion", **params}),
+    result = judge(crit.model_validate({"name": "proportion", **params}),
                       {arm.name: arm})
     json.dumps(result.to_dict(), allow_nan=False)
     return result

@@ -25,8 +25,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.duration.survfunc import SurvfuncRight
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 
 AS_BUDGET = ("censored values enter as their censoring value (the budget), a lower bound on the "
              "true value; the lower-bound rule withholds any verdict that this could have "
@@ -64,14 +64,14 @@ def compare(b: ArmSample, t: ArmSample, **params: Any) -> CriterionResult:
     """scalar_compare of treated 't' against baseline 'b'."""
     crit = CRITERIA["scalar_compare"]
     claim = {"name": "scalar_compare", "baseline": "b", "treated": "t", **params}
-    return crit.run(crit.params_model.model_validate(claim), {"b": b, "t": t})
+    return judge(crit.model_validate(claim), {"b": b, "t": t})
 
 
 def value(a: ArmSample, **params: Any) -> CriterionResult:
     """value of arm `a` (the KM median when a time has a censored seed)."""
     crit = CRITERIA["value"]
     claim = {"name": "value", "arm": a.name, **params}
-    return crit.run(crit.params_model.model_validate(claim), {a.name: a})
+    return judge(crit.model_validate(claim), {a.name: a})
 
 
 def words(result: CriterionResult, drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -456,10 +456,10 @@ def test_paired_ratio_of_times_refuses_a_paired_time_of_zero() -> None:
 def test_a_missing_arm_is_a_wiring_error_naming_the_criterion() -> None:
     """An arm without data raises KeyError naming the criterion and the arm."""
     crit = CRITERIA["scalar_compare"]
-    params = crit.params_model.model_validate({"name": "scalar_compare", "baseline": "b",
+    params = crit.model_validate({"name": "scalar_compare", "baseline": "b",
                                                "treated": "t", "direction": "less"})
     with pytest.raises(KeyError, match=r"scalar_compare: no data for arm\(s\) \['t'\]"):
-        crit.run(params, {"b": arm("b", [1.0, 2.0])})
+        judge(params, {"b": arm("b", [1.0, 2.0])})
 
 
 # ---------------------------------------------------------------- the Kaplan-Meier median's p's

@@ -22,8 +22,8 @@ import pytest
 from scipy import stats as sps
 from statsmodels.duration.survfunc import SurvfuncRight
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 
 NOT_CENSORED = ("none: a value metric is never censored (diverged seeds and seeds whose value is "
                 "undefined are left out and counted)")
@@ -75,7 +75,7 @@ def arm(name: str, values: list[float], observed: list[int] | None = None,
 
 def value(a: ArmSample, **params: Any) -> CriterionResult:
     crit = CRITERIA["value"]
-    res = crit.run(crit.params_model.model_validate({"name": "value", "arm": a.name, **params}),
+    res = judge(crit.model_validate({"name": "value", "arm": a.name, **params}),
                    {a.name: a})
     json.dumps(res.to_dict(), allow_nan=False)
     return res
@@ -83,9 +83,9 @@ def value(a: ArmSample, **params: Any) -> CriterionResult:
 
 def compare(b: ArmSample, t: ArmSample, **params: Any) -> CriterionResult:
     crit = CRITERIA["scalar_compare"]
-    p = crit.params_model.model_validate({"name": "scalar_compare", "baseline": b.name,
+    p = crit.model_validate({"name": "scalar_compare", "baseline": b.name,
                                           "treated": t.name, **params})
-    return crit.run(p, {b.name: b, t.name: t})
+    return judge(p, {b.name: b, t.name: t})
 
 
 def approx(x: float) -> Any:
@@ -220,9 +220,9 @@ def test_value_needs_two_seeds_and_an_existing_arm() -> None:
     assert one.reason == ("No verdict is possible: arm 'one' has 1 usable seed(s), fewer than "
                           "the 2 this criterion needs (left out: none).")
     crit = CRITERIA["value"]
-    p = crit.params_model.model_validate({"name": "value", "arm": "a", "target": 1, "tol": 1})
+    p = crit.model_validate({"name": "value", "arm": "a", "target": 1, "tol": 1})
     with pytest.raises(KeyError) as err:
-        crit.run(p, {"b": arm("b", [1.0, 2.0])})
+        judge(p, {"b": arm("b", [1.0, 2.0])})
     assert err.value.args[0] == "value: no data for arm(s) ['a']"
 
 

@@ -25,8 +25,9 @@ import pytest
 from scipy import integrate, optimize, special
 from scipy import stats as sps
 
-from grokverify.stats import CRITERIA, ArmSample, Verdict
+from grokverify.kinds import CRITERIA
 from grokverify.stats import sequential as seq
+from grokverify.stats.base import ArmSample, Verdict, judge
 from grokverify.stats.simulate import first_seeds, make_arm
 
 X, Y = "val_threshold_step", "train_threshold_step"
@@ -65,13 +66,13 @@ def criterion_ci(values: np.ndarray, level: float) -> tuple[float, float]:
     """The ``value`` criterion's own CI (bootstrap-t of the mean) of these seeds at `level`,
     from the criterion run directly with its ``ci_level`` set to `level`."""
     params = value_params().model_copy(update={"ci_level": level})
-    ci = CRITERIA["value"].run(params, {"arm": make_arm("arm", values, kind="value")}).ci
+    ci = judge(params, {"arm": make_arm("arm", values, kind="value")}).ci
     return float(ci[0]), float(ci[1])
 
 
 def value_params(**kw: Any) -> pydantic.BaseModel:
     """A ``value`` claim: the mean of arm within [0.8, 1.2]."""
-    return CRITERIA["value"].params_model(**{"name": "value", "arm": "arm", "target": 1.0,
+    return CRITERIA["value"](**{"name": "value", "arm": "arm", "target": 1.0,
                                              "tol": 0.2, **kw})
 
 
@@ -307,7 +308,7 @@ def test_at_level_refuses_params_it_cannot_set_to_the_level() -> None:
 def test_at_level_accepts_a_level_within_float_rounding() -> None:
     """equivalence sets alpha = (1 - c) / 2; where 1 - 2 alpha rounds to a neighbour of c
     (c = 0.1 gives 0.09999999999999998) the level is still accepted."""
-    eq = CRITERIA["equivalence"].params_model(name="equivalence", arm="arm", reference=1.0,
+    eq = CRITERIA["equivalence"](name="equivalence", arm="arm", reference=1.0,
                                               margin=0.2)
     moved = seq.at_level(eq, 0.1)
     assert moved.alpha == pytest.approx(0.45) and moved.ci_level == pytest.approx(0.1)  # type: ignore[attr-defined]
@@ -327,7 +328,7 @@ def test_run_sequential_record_when_the_last_look_decides() -> None:
     support it. The user reads the design sentence, the schedule of looks (fraction, alpha spent,
     nominal level, CI level), each round's CI level, estimate, CI and verdict, and that the run
     stopped at 20 seeds -- the last look, so not early."""
-    out = seq.run_sequential("value", value_params(ci_level=0.95), draw_from(SERIES), [10, 20])
+    out = seq.run_sequential(value_params(ci_level=0.95), draw_from(SERIES), [10, 20])
     a1, a2 = spent(0.5, 0.05, OBF), second_level(0.5, 0.05, OBF)
     total = 1.0 - 0.95  # the criterion's own alpha, 0.050000000000000044 in floats
     ci1, ci2 = criterion_ci(SERIES[:10], 1 - a1), criterion_ci(SERIES, 1 - a2)
@@ -367,7 +368,7 @@ def test_run_sequential_record_when_the_first_look_refutes_at_an_explicit_alpha(
     0.05): a mean far outside [0.8, 1.2] is refuted at 5 seeds and the run stops there, early.
     The design sentence names pocock, alpha 0.1 and the fractions to 4 digits."""
     series = 3.0 + 0.1 * np.sin(np.arange(15))
-    out = seq.run_sequential("value", value_params(), draw_from(series), [5, 15], alpha=0.1,
+    out = seq.run_sequential(value_params(), draw_from(series), [5, 15], alpha=0.1,
                              kind=POCOCK)
     a1 = spent(1 / 3, 0.1, POCOCK)
     info = out.result.details["sequential"]
@@ -392,9 +393,9 @@ def test_run_sequential_correlation_looks_use_its_fisher_z_information() -> None
     x = 100.0 + 10.0 * np.arange(20)
     y = x + 7.0 * np.sin(np.arange(20))
     arms = {"a": ArmSample("a", x, np.ones(20, bool), tuple(range(20)), extra={Y: y})}
-    params = CRITERIA["correlation"].params_model(name="correlation", arm="a", x=X, y=Y,
+    params = CRITERIA["correlation"](name="correlation", arm="a", x=X, y=Y,
                                                   direction="positive", min_effect=0.3)
-    out = seq.run_sequential("correlation", params, lambda n: first_seeds(arms, n), [8, 20])
+    out = seq.run_sequential(params, lambda n: first_seeds(arms, n), [8, 20])
     info = out.result.details["sequential"]
     assert info["design"].endswith("information fractions [0.2941, 1.0]")
     assert [k["information_fraction"] for k in info["schedule"]] == pytest.approx([5 / 17, 1.0])
@@ -405,7 +406,7 @@ def test_run_sequential_a_look_too_early_to_spend_has_nominal_level_zero() -> No
     """At 1 of 400 seeds O'Brien-Fleming spends nothing (2 - 2 Phi(39.2) underflows to 0): that
     look's nominal level is 0 (a 100% CI, it cannot decide), and the last look gets all of alpha."""
     series = 1.0 + np.linspace(-0.1, 0.1, 400)
-    out = seq.run_sequential("value", value_params(), draw_from(series), [1, 400])
+    out = seq.run_sequential(value_params(), draw_from(series), [1, 400])
     assert out.nominal_levels[0] == 0.0
     assert out.nominal_levels[1] == pytest.approx(0.05, rel=1e-12)
     assert out.rounds[0].ci_level == 1.0 and out.rounds[0].verdict == Verdict.INCONCLUSIVE

@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 from test_spec import edit, line_no
 
-from grokverify.spec import Claim, _deepest_defined, load_claim
-from grokverify.yamlio import LineMap, SpecError
+from grokverify.claim.load import load_claim
+from grokverify.claim.messages import deepest_defined
+from grokverify.claim.schema import Claim
+from grokverify.claim.yamlio import LineMap, SpecError
+from grokverify.kinds import CRITERIA
 
 # A block-style claim, one key per line, so that a wrong line number shows.
 CLAIM = """\
@@ -278,12 +281,11 @@ def test_unknown_key_in_a_criterion_lists_that_criterions_fields(tmp_path: Path)
 def test_unknown_key_in_a_later_criterion_lists_its_own_fields(tmp_path: Path) -> None:
     """cox_hazard_ratio (not the first criterion) with a stray key: cox_hazard_ratio's fields,
     as its parameter model declares them."""
-    from grokverify.catalog.criteria import CRITERION_SPECS
 
     text = edit(CLAIM, ("  name: survival_compare", "  name: cox_hazard_ratio"),
                 ("  min_effect: 0.2", "  min_effect: 0.2\n  zzzzz: 1"))
-    fields = sorted(CRITERION_SPECS["cox_hazard_ratio"].params_model.model_fields)
-    assert fields != sorted(CRITERION_SPECS["survival_compare"].params_model.model_fields)
+    fields = sorted(CRITERIA["cox_hazard_ratio"].model_fields)
+    assert fields != sorted(CRITERIA["survival_compare"].model_fields)
     stray = [p for p in problems(tmp_path, text) if " criterion.zzzzz: " in p]
     assert stray == [f"{line_no(text, 'zzzzz')} criterion.zzzzz: unknown key 'zzzzz'; allowed "
                      f"here: {', '.join(fields)}"]
@@ -319,10 +321,10 @@ def test_a_problem_line_is_that_of_the_deepest_key_the_file_has() -> None:
     (Through load_claim this is reached only for a field that no override writes, e.g. a
     required field missing from a probe an arm adds, which is then blamed on base.)"""
     lines = LineMap({(): 1, ("base",): 9, ("base", "model"): 14})
-    assert _deepest_defined(lines, ("base", "model", "d")) == ("base", "model")
-    assert _deepest_defined(lines, ("base", "probes", 0, "every")) == ("base",)
-    assert _deepest_defined(lines, ("base", "x", "y", "z", "w")) == ("base",)
-    assert _deepest_defined(lines, ("arms", "c1")) == ()
+    assert deepest_defined(lines, ("base", "model", "d")) == ("base", "model")
+    assert deepest_defined(lines, ("base", "probes", 0, "every")) == ("base",)
+    assert deepest_defined(lines, ("base", "x", "y", "z", "w")) == ("base",)
+    assert deepest_defined(lines, ("arms", "c1")) == ()
 
 
 # ---------------------------------------------------------------- where a unit's problem is blamed

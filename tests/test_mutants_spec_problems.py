@@ -16,22 +16,21 @@ inputs, and keeps the settings an optimizer switch does not drop.
 
 Each expected message is written out by hand from the rules the messages state (the metric
 names of each kind and the criteria in catalog order, as listed in
-``grokverify.catalog.metrics``/``criteria``), and each line number is found in the claim text
+``grokverify.claim.metrics``/``criteria``), and each line number is found in the claim text
 itself (`line_no`), never copied from the loader's output.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 from test_mutants_spec import CLAIM, problems
 from test_spec import edit, line_no
 
-from grokverify.catalog.criteria import CRITERION_SPECS
-from grokverify.spec import LoadedClaim, deep_merge, load_claim
-from grokverify.yamlio import SpecError
+from grokverify.claim.load import LoadedClaim, deep_merge, load_claim
+from grokverify.claim.yamlio import SpecError
+from grokverify.kinds import CRITERIA
 
 # the block-style claim of test_mutants_spec (one key per line: a wrong line number shows)
 
@@ -107,8 +106,7 @@ def test_a_criterion_note_is_left_out_when_it_never_takes_that_kind(
     """A criterion's kinds_note says when other params make it take more kinds: a criterion
     that does not accept the metric's kind at all (survival_compare, given a note here) gets no
     note, as the note could not help."""
-    schema = dataclasses.replace(CRITERION_SPECS["survival_compare"], kinds_note="a note")
-    monkeypatch.setitem(CRITERION_SPECS, "survival_compare", schema)
+    monkeypatch.setattr(CRITERIA["survival_compare"], "kinds_note", "a note")
     text = edit(CLAIM, VALUE_METRIC)
     assert problems(tmp_path, text) == [
         f"{line_no(text, '  name: final_value')} metric.name: criterion 'survival_compare' takes "
@@ -122,8 +120,7 @@ def test_a_family_under_a_criterion_without_p_values_is_refused_naming_the_taker
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """survival_compare made family_ok=False: the family is refused at its line, and the
     message lists every other criterion (all take families), comma-separated."""
-    schema = dataclasses.replace(CRITERION_SPECS["survival_compare"], family_ok=False)
-    monkeypatch.setitem(CRITERION_SPECS, "survival_compare", schema)
+    monkeypatch.setattr(CRITERIA["survival_compare"], "family_ok", False)
     text = CLAIM + "family:\n  members:\n    a: {}\n    b: {}\n"
     assert problems(tmp_path, text) == [
         f"{line_no(text, 'family:')} family: criterion 'survival_compare' gives no one-sided "

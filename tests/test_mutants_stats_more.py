@@ -33,7 +33,9 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.weightstats import ttost_ind
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict, sequential
+from grokverify.kinds import CRITERIA
+from grokverify.stats import sequential
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.common import broken_pairs_words, pair_arms, require_arms, take_seeds
 from grokverify.stats.sequential import Look, Rounds, nominal_levels, spending
 
@@ -47,8 +49,8 @@ def arm(name: str, values: list[float], seeds: tuple[int, ...] | None = None,
 
 
 def run(criterion: str, arms: list[ArmSample], **kw: Any) -> CriterionResult:
-    params = CRITERIA[criterion].params_model.model_validate({"name": criterion, **kw})
-    return CRITERIA[criterion].run(params, {a.name: a for a in arms})
+    params = CRITERIA[criterion].model_validate({"name": criterion, **kw})
+    return judge(params, {a.name: a for a in arms})
 
 
 # ---------------------------------------------------------------- common: pairing

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from grokverify import store as store_mod
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.version import RESULTS_VERSION
-from grokverify.spec import ExperimentSpec
 from grokverify.store import (
     STALE_AFTER_S,
     Finding,

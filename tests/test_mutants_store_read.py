@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 
 from grokverify import store as store_mod
-from grokverify.spec import ExperimentSpec
-from grokverify.stats import ArmSample
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.stats.base import ArmSample
 from grokverify.store import Store, StoreError, content_digest, hash_key, key_inputs, read_record
 
 EXP = {"task": {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3},

@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.catalog.criteria import SurvivalCompareParams
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.claim.criteria import SurvivalCompareParams
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.common import CORRELATION_METHOD, EXPANDED_LEVEL_RULE
 from grokverify.stats.survival import (
     CENSORING,
@@ -77,7 +77,7 @@ def params(**kw: Any) -> SurvivalCompareParams:
 
 
 def run(b: ArmSample, t: ArmSample, **kw: Any) -> CriterionResult:
-    return CRITERIA[NAME].run(params(**kw), {"b": b, "t": t})
+    return judge(params(**kw), {"b": b, "t": t})
 
 
 def logrank_oracle(base: ArmSample, treat: ArmSample) -> tuple[float, float]:
@@ -298,11 +298,11 @@ def test_median_treated_arm_of_one_seed_is_compared() -> None:
 def test_missing_arm_and_wrong_kind_are_named() -> None:
     b = arm("b", [100.0, 200.0])
     with pytest.raises(KeyError, match=r"survival_compare: no data for arm\(s\) \['t'\]"):
-        CRITERIA[NAME].run(params(min_effect=0.2), {"b": b})
+        judge(params(min_effect=0.2), {"b": b})
     v = arm("t", [0.5, 0.7], kind="value")
     with pytest.raises(TypeError, match=r"^survival_compare takes time metrics; arm\(s\) 't' "
                                         r"\(value\) carry another kind$"):
-        CRITERIA[NAME].run(params(min_effect=0.2), {"b": b, "t": v})
+        judge(params(min_effect=0.2), {"b": b, "t": v})
 
 
 @pytest.mark.parametrize("boot", ["median", "rmst"])

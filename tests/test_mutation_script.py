@@ -20,12 +20,12 @@ OLD_REPORT = """# Mutation report
 
 ## Surviving mutants (2)
 
-- `grokverify.verdict.x_f__mutmut_2`: survived
-- `grokverify.verdict.x_f__mutmut_3`: not checked
+- `grokverify.stats.verdict.x_f__mutmut_2`: survived
+- `grokverify.stats.verdict.x_f__mutmut_3`: not checked
 
 ## Equivalent mutants (1)
 
-- `grokverify.verdict.x_f__mutmut_6`: same
+- `grokverify.stats.verdict.x_f__mutmut_6`: same
 """
 
 
@@ -34,16 +34,16 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "mutation-report.md"
     path.write_text(OLD_REPORT)
     monkeypatch.setattr(mutation, "REPORT", path)
-    monkeypatch.setattr(mutation, "core_modules", lambda: ["grokverify/verdict.py"])
+    monkeypatch.setattr(mutation, "core_modules", lambda: ["grokverify/stats/verdict.py"])
     monkeypatch.setattr(mutation, "version", lambda name: "3.8.1")  # mutmut is not in [dev]
     return path
 
 
 def test_previous_run_reads_the_commit_and_the_mutants_it_does_not_vouch_for(report: Path) -> None:
     # the alive ones and the equivalent ones: the report vouches for neither's kill
-    assert mutation.previous_run() == ("abc1234", ["grokverify.verdict.x_f__mutmut_2",
-                                                   "grokverify.verdict.x_f__mutmut_3",
-                                                   "grokverify.verdict.x_f__mutmut_6"])
+    assert mutation.previous_run() == ("abc1234", ["grokverify.stats.verdict.x_f__mutmut_2",
+                                                   "grokverify.stats.verdict.x_f__mutmut_3",
+                                                   "grokverify.stats.verdict.x_f__mutmut_6"])
     report.write_text(OLD_REPORT.replace("- commit: abc1234 (with uncommitted changes)",
                                          "- commit: def5678\n- carried from: abc1234 (...)"))
     assert mutation.previous_run()[0] == "abc1234"  # kills were established at the first run
@@ -56,7 +56,7 @@ def test_a_report_without_a_commit_is_refused(report: Path) -> None:
 
 
 def test_carried_kills_count_as_killed_and_alive_ones_are_listed(report: Path) -> None:
-    names = [f"grokverify.verdict.x_f__mutmut_{i}" for i in range(1, 7)]
+    names = [f"grokverify.stats.verdict.x_f__mutmut_{i}" for i in range(1, 7)]
     status = {names[0]: mutation.CARRIED, names[1]: "killed", names[2]: "survived",
               names[3]: mutation.CARRIED, names[4]: "timeout", names[5]: "survived"}
     score = mutation.write_report(status, {names[5]: "same"}, None, carried_from=None)
@@ -64,7 +64,7 @@ def test_carried_kills_count_as_killed_and_alive_ones_are_listed(report: Path) -
     assert score == pytest.approx(4 / 5)
     text = report.read_text()
     assert "mutation_score = 4 / (6 − 1 equivalent − 0 skipped) = 0.800" in text
-    assert "| grokverify/verdict.py | 6 | 4 | 1 | 0 | 1 | 0 |" in text
+    assert "| grokverify/stats/verdict.py | 6 | 4 | 1 | 0 | 1 | 0 |" in text
     alive = text.split("## Surviving mutants (1)", 1)[1].split("## Equivalent", 1)[0]
     assert f"`{names[2]}`: survived" in alive and names[0] not in alive
 
@@ -80,7 +80,7 @@ def test_carrying_is_refused_when_a_core_module_changed() -> None:
 
 
 def test_an_equivalent_entry_that_a_test_kills_is_listed_as_stale(report: Path) -> None:
-    names = [f"grokverify.verdict.x_f__mutmut_{i}" for i in range(1, 4)]
+    names = [f"grokverify.stats.verdict.x_f__mutmut_{i}" for i in range(1, 4)]
     status = {names[0]: "killed", names[1]: "survived", names[2]: "killed"}
     score = mutation.write_report(status, {names[1]: "same", names[2]: "wrongly listed"}, None)
     assert score == pytest.approx(2 / 2)  # 2 killed of 3 - 1 (truly) equivalent

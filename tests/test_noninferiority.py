@@ -18,15 +18,15 @@ import numpy as np
 import pydantic
 import pytest
 
-from grokverify.catalog.criteria import (
+from grokverify.claim.criteria import (
     CoxHazardRatioParams,
     ScalarCompareParams,
     SurvivalCompareParams,
 )
-from grokverify.spec import load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
-from grokverify.yamlio import SpecError
+from grokverify.claim.load import load_claim
+from grokverify.claim.yamlio import SpecError
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 
 BASE = np.array([410.0, 520, 600, 700, 760, 830, 900, 980, 1100, 1240, 1390, 1600])
 
@@ -39,7 +39,7 @@ def arm(name: str, values: Any, observed: Any = None) -> ArmSample:
 
 def run(params: dict[str, Any], base: ArmSample, treat: ArmSample) -> CriterionResult:
     crit = CRITERIA[params["name"]]
-    res = crit.run(crit.params_model.model_validate(params), {"b": base, "t": treat})
+    res = judge(crit.model_validate(params), {"b": base, "t": treat})
     if res.p_support is not None and res.p_refute is not None:  # the p's restate the verdict
         alpha = (1 - res.ci_level) / 2
         assert verdict_from_p(res.p_support, res.p_refute, alpha) == res.verdict

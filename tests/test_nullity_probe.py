@@ -13,16 +13,18 @@ import pytest
 import torch
 
 from grokverify.analysis import parallelogram as P
-from grokverify.catalog.models import ToySumSpec
-from grokverify.catalog.probes import ParallelogramNullitySpec, SampleFractionSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.models import ToySumSpec
+from grokverify.claim.probes import ParallelogramNullitySpec, SampleFractionSpec
+from grokverify.claim.tasks import TaskSpec
+from grokverify.claim.yamlio import SpecError
 from grokverify.cli import main
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ProbeContext
-from grokverify.spec import TaskSpec, load_claim
-from grokverify.tasks import build_dataset
-from grokverify.yamlio import SpecError
+from grokverify.engine.probes import ProbeContext
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import PROBES
 
 CLAIMS = Path(__file__).resolve().parent.parent / "claims"
 CURVES = ["parallelogram_nullity.n0", "parallelogram_nullity.is2"]
@@ -54,10 +56,10 @@ def _probe(task: TaskSpec, seeds: list[int]) -> tuple[dict[str, np.ndarray], lis
     rows = tuple(torch.as_tensor(np.stack([getattr(d, k)[d.train_idx] for d in data]))
                  for k in ("a", "b", "y"))
     spec = ParallelogramNullitySpec(name="parallelogram_nullity", every=1)
-    got = PROBES["parallelogram_nullity"](model, spec, ProbeContext(rows))
+    got = PROBES.implementation("parallelogram_nullity")(model, spec, ProbeContext(rows))
     assert sorted(got) == sorted(spec.curves()) == sorted(CURVES)
     fraction = SampleFractionSpec(name="sample_fraction", every=1)
-    got.update(PROBES["sample_fraction"](model, fraction, ProbeContext(rows)))
+    got.update(PROBES.implementation("sample_fraction")(model, fraction, ProbeContext(rows)))
     assert fraction.curves() == ["sample_fraction"]
     samples = [{(min(x, y), max(x, y)) for x, y in zip(d.a[d.train_idx].tolist(),
                                                        d.b[d.train_idx].tolist(), strict=True)}

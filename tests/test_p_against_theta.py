@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grokverify.catalog.criteria import CRITERION_SPECS
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 from grokverify.stats.proportion import p_against
 
 Y = "train_threshold_step"
@@ -151,7 +150,7 @@ CASES: dict[str, Callable[[], list[Case]]] = {
 
 def run_case(params: dict[str, Any], arms: list[ArmSample]) -> CriterionResult:
     crit = CRITERIA[params["name"]]
-    return crit.run(crit.params_model.model_validate(params), {a.name: a for a in arms})
+    return judge(crit.model_validate(params), {a.name: a for a in arms})
 
 
 def test_every_criterion_has_cases() -> None:
@@ -160,11 +159,11 @@ def test_every_criterion_has_cases() -> None:
 
 @pytest.mark.parametrize("name", sorted(CRITERIA))
 def test_p_against_theta_gives_the_ci_verdict(name: str) -> None:
-    if not CRITERION_SPECS[name].family_ok:
+    if not CRITERIA[name].family_ok:
         params, arms = CASES[name]()[0]
         assert run_case(params, arms).p_support is None, \
             (f"{name} now gives p-values against θ: set family_ok=True for it in "
-             "grokverify/catalog/criteria.py and drop tests/bad_claims/family_uncombinable.yaml")
+             "grokverify/claim/criteria.py and drop tests/bad_claims/family_uncombinable.yaml")
         pytest.skip(f"{name} declares family_ok=False: it gives no p-values against θ yet, so "
                     "a family of it is refused at load (tests/bad_claims/family_uncombinable)")
     verdicts = []

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grokverify.catalog.criteria import (
+from grokverify.claim.criteria import (
     EquivalenceParams,
     ScalarCompareParams,
     SurvivalCompareParams,
 )
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.common import pair_arms
 from grokverify.stats.power import plan_seeds
 from grokverify.stats.simulate import correlated_pair, lognormal_times, make_arm
@@ -45,7 +45,7 @@ def equiv(**kw: Any) -> EquivalenceParams:
 
 
 def run(params: Any, b: ArmSample, t: ArmSample) -> CriterionResult:
-    return CRITERIA[params.name].run(params, {"b": b, "t": t})
+    return judge(params, {"b": b, "t": t})
 
 
 def correlated_arms(rng: np.random.Generator, n: int, rho: float, ratio: float = 0.7,
@@ -274,9 +274,9 @@ def test_plan_uses_pairs_and_needs_fewer_seeds() -> None:
     b, t = correlated_arms(rng, 12, 0.9, ratio=0.6, sigma=0.5)
     pilot = {"b": b, "t": t}
     kw: dict[str, Any] = {"candidates": (4, 8, 12), "n_sim": 40, "seed": 1}
-    paired = plan_seeds("survival_compare", survival(n_boot=300), pilot, **kw)
-    unpaired = plan_seeds("survival_compare", survival(n_boot=300, paired=False), pilot, **kw)
+    paired = plan_seeds(survival(n_boot=300), pilot, **kw)
+    unpaired = plan_seeds(survival(n_boot=300, paired=False), pilot, **kw)
     assert paired.assumptions["paired"] and "pilot's pairs" in paired.explanation
     assert sum(paired.power) > sum(unpaired.power) + 0.3, (paired.power, unpaired.power)
-    declared = plan_seeds("survival_compare", survival(n_boot=300), pilot, effect=0.6, **kw)
+    declared = plan_seeds(survival(n_boot=300), pilot, effect=0.6, **kw)
     assert declared.assumptions["correlation"] > 0.7 and "copula" in declared.explanation

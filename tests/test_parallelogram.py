@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from grokverify.analysis import parallelogram as P
-from grokverify.rng import numpy_rng
+from grokverify.engine.streams import numpy_rng
 
 # ------------------------------------------------------------------ independent references
 

@@ -19,17 +19,21 @@ from test_mutants_spec import problems
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
-from grokverify.catalog.metrics import CurveReached, CurveReaches, FinalDifference
-from grokverify.catalog.models import ToySumSpec
-from grokverify.catalog.probes import ParallelogramSpec
+from grokverify.claim.load import load_claim
+from grokverify.claim.metrics import CurveReached, CurveReaches, FinalDifference
+from grokverify.claim.models import ToySumSpec
+from grokverify.claim.probes import ParallelogramSpec
+from grokverify.claim.tasks import TaskSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ProbeContext, parallelogram_of, sample_masks
-from grokverify.metrics import observe
-from grokverify.samples import DIVERGED, seed_value
-from grokverify.spec import TaskSpec, load_claim
-from grokverify.tasks import build_dataset
+from grokverify.engine.probes import ProbeContext, parallelogram_of, sample_masks
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import PROBES
+from grokverify.stats.arms import DIVERGED, seed_value
+from grokverify.stats.metrics import observe
+
+probe = PROBES.implementation  # a probe's function by name
 
 CURVES = ["parallelogram.rqi", "parallelogram.acc", "parallelogram.acc_test",
           "parallelogram.unimplied", "parallelogram.unimplied_share"]
@@ -50,7 +54,7 @@ def _train_samples(p: int, a: np.ndarray, b: np.ndarray) -> list[int]:
 def _probe(model: BatchedModel, train: tuple[torch.Tensor, ...],
            **options: Any) -> dict[str, np.ndarray]:
     spec = ParallelogramSpec(name="parallelogram", every=1, **options)
-    got = PROBES["parallelogram"](model, spec, ProbeContext(train))
+    got = probe("parallelogram")(model, spec, ProbeContext(train))
     assert sorted(got) == sorted(spec.curves()) == sorted(CURVES)
     return {k: v.numpy() for k, v in got.items()}
 
@@ -312,7 +316,7 @@ def test_a_claim_with_the_probe_and_the_metric_loads_and_trains(tmp_path: Path) 
     metric = CurveReaches.model_validate({"name": "curve_reaches",
                                           "curve": "parallelogram.rqi", "level": 0.5})
     shape = DataShape(p=6, vocab=8, n_classes=11)
-    start = PROBES["parallelogram"](BatchedModel(exp.model, shape, [0, 1]), exp.probes[0],
+    start = probe("parallelogram")(BatchedModel(exp.model, shape, [0, 1]), exp.probes[0],
                                     _context(exp, [0, 1]))
     for s, rec in enumerate(records):
         for curve in CURVES:

@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from grokverify.catalog.probes import PCASpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.probes import PCASpec
+from grokverify.claim.tasks import TaskSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, pca_of
-from grokverify.spec import ExperimentSpec, TaskSpec
+from grokverify.engine.probes import pca_of
+from grokverify.kinds import PROBES
 
 
 def _numpy_pca(e: np.ndarray) -> tuple[float, float]:
@@ -104,7 +106,7 @@ def test_the_registered_probe_reads_the_embedding_role() -> None:
         "optimizer": {"name": "adamw", "lr": 0.01}, "training": {"steps": 1,
                                                                  "eval_interval": 1},
         "probes": [{"name": "pca", "every": 1}]}).model, DataShape(7, 9, 7), [0, 1])
-    got = PROBES["pca"](model, spec)  # type: ignore[call-arg]
+    got = PROBES.implementation("pca")(model, spec)  # type: ignore[call-arg]
     want = pca_of(model.param("embed.weight").detach(), 7)
     for k in spec.curves():
         torch.testing.assert_close(got[k], want[k])

@@ -10,11 +10,11 @@ from typing import Any
 import pydantic
 import pytest
 
-from grokverify.catalog.metrics import PHASES, PhaseIs
+from grokverify.claim.load import load_claim
+from grokverify.claim.metrics import PHASES, PhaseIs
 from grokverify.engine.loop import train_seeds
-from grokverify.metrics import observe, phase_of
-from grokverify.samples import DIVERGED, seed_value
-from grokverify.spec import load_claim
+from grokverify.stats.arms import DIVERGED, seed_value
+from grokverify.stats.metrics import observe, phase_of
 
 
 def _run(fit: int | None, val: int | None, budget: int = 100_000,

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from test_mutants_spec import problems
 
-from grokverify.catalog.criteria import PhaseOrderParams
-from grokverify.spec import load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
+from grokverify.claim.criteria import PhaseOrderParams
+from grokverify.claim.load import load_claim
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.phase_order import _codes, gammas
 
 C, G, M, X = 0.0, 1.0, 2.0, 3.0  # comprehension, grokking, memorization, confusion
@@ -31,9 +32,9 @@ def cell(name: str, codes: list[float], seeds: tuple[int, ...] | None = None) ->
 def run(cells: dict[str, tuple[float, float]], arms: list[ArmSample],
         **kw: Any) -> CriterionResult:
     crit = CRITERIA["phase_order"]
-    p = crit.params_model.model_validate({"name": "phase_order", "cells": cells,
+    p = crit.model_validate({"name": "phase_order", "cells": cells,
                                           "n_boot": 999, **kw})
-    result = crit.run(p, {a.name: a for a in arms})
+    result = judge(p, {a.name: a for a in arms})
     json.dumps(result.to_dict(), allow_nan=False)
     assert result.reason.endswith(".")
     return result

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from grokverify.claim.load import LoadedClaim, load_claim
 from grokverify.cli import main
-from grokverify.pipeline import (
+from grokverify.run.pipeline import (
     CPU_WARN_FLOPS,
     RunOptions,
     _warn_paper_scale_on_cpu,
     run_claims,
     scale_flops,
 )
-from grokverify.spec import LoadedClaim, load_claim
 from grokverify.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,7 +205,7 @@ def test_ray_run_matches_local_run(tmp_path: Path, tiny_claim: Path) -> None:
 
 @pytest.mark.ray
 def test_ray_refuses_resources_the_cluster_lacks(tmp_path: Path, tiny_claim: Path) -> None:
-    from grokverify.execute import ExecutionError, RayExecutor
+    from grokverify.run.execute import ExecutionError, RayExecutor
 
     with pytest.raises(ExecutionError, match="GPU"):
         RayExecutor(device="cuda", gpus_per_task=1.0)
@@ -283,7 +283,7 @@ def test_value_metric_claim_reports_its_values_not_survival(tmp_path: Path,
 def test_trials_are_cut_so_every_slot_has_one_when_the_seeds_allow(tiny_claim: Path) -> None:
     """`spread` halves the largest trial while there are fewer trials than slots; every seed
     stays in exactly one trial, with its own key."""
-    from grokverify.expand import Trial, spread
+    from grokverify.run.trials import Trial, spread
 
     exp = next(iter(load_claim(tiny_claim).resolved["quick"].values()))
     one = Trial("c", "", "a", exp, tuple(range(10)), tuple(f"k{i}" for i in range(10)), ())

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from grokverify.stats import CRITERIA
+from grokverify.kinds import CRITERIA
 from grokverify.stats import simulate as sim
 from grokverify.stats.power import fit_censored_lognormal, plan_seeds
 
@@ -15,11 +15,11 @@ from grokverify.stats.power import fit_censored_lognormal, plan_seeds
 def _surv(**kw: object):  # type: ignore[no-untyped-def]
     base = {"name": "survival_compare", "baseline": "baseline", "treated": "treated",
             "direction": "less", "min_effect": 0.2, "n_boot": 200}
-    return CRITERIA["survival_compare"].params_model(**{**base, **kw})
+    return CRITERIA["survival_compare"](**{**base, **kw})
 
 
 def test_power_increases_with_seeds() -> None:
-    plan = plan_seeds("survival_compare", _surv(), effect=0.45, candidates=[4, 12, 30],
+    plan = plan_seeds(_surv(), effect=0.45, candidates=[4, 12, 30],
                       n_sim=80, seed=1, sigma=0.4)
     assert plan.method == "declared_effect"
     assert plan.power[0] < plan.power[1] < plan.power[2]
@@ -28,14 +28,14 @@ def test_power_increases_with_seeds() -> None:
 
 
 def test_huge_effect_needs_few_seeds() -> None:
-    plan = plan_seeds("survival_compare", _surv(), effect=0.2, candidates=[4, 6, 8, 12, 20],
+    plan = plan_seeds(_surv(), effect=0.2, candidates=[4, 6, 8, 12, 20],
                       n_sim=60, seed=2, sigma=0.3)
     assert plan.recommended is not None and plan.recommended <= 8
     assert f"n={plan.recommended}" in plan.explanation
 
 
 def test_null_effect_never_reaches_target() -> None:
-    plan = plan_seeds("survival_compare", _surv(), effect=1.0, candidates=[8, 20, 40],
+    plan = plan_seeds(_surv(), effect=1.0, candidates=[8, 20, 40],
                       n_sim=60, seed=3)
     assert plan.recommended is None
     assert max(plan.power) < 0.2
@@ -44,29 +44,29 @@ def test_null_effect_never_reaches_target() -> None:
 
 def test_deterministic_with_seed() -> None:
     kw = {"effect": 0.6, "candidates": [6, 12], "n_sim": 40}
-    a = plan_seeds("survival_compare", _surv(), seed=7, **kw)  # type: ignore[arg-type]
-    b = plan_seeds("survival_compare", _surv(), seed=7, **kw)  # type: ignore[arg-type]
+    a = plan_seeds(_surv(), seed=7, **kw)  # type: ignore[arg-type]
+    b = plan_seeds(_surv(), seed=7, **kw)  # type: ignore[arg-type]
     assert a.power == b.power and a.explanation == b.explanation
 
 
 def test_pilot_resampling() -> None:
     rng = np.random.default_rng(4)
     strong = sim.two_arm_times(rng, 10, 1000.0, 0.3, 0.3)
-    plan = plan_seeds("survival_compare", _surv(), pilot=strong, candidates=[3, 10],
+    plan = plan_seeds(_surv(), pilot=strong, candidates=[3, 10],
                       n_sim=50, seed=0)
     assert plan.method == "pilot_resampling"
     assert plan.power[1] >= 0.8 and plan.recommended is not None
     assert "resampled with replacement" in plan.explanation
     none = sim.two_arm_times(rng, 10, 1000.0, 1.0, 0.3)
-    flat = plan_seeds("survival_compare", _surv(), pilot=none, candidates=[10], n_sim=40)
+    flat = plan_seeds(_surv(), pilot=none, candidates=[10], n_sim=40)
     assert flat.power[0] < 0.3
 
 
 def test_pilot_resampling_one_arm_criterion() -> None:
-    params = CRITERIA["proportion"].params_model(name="proportion", arm="arm",
+    params = CRITERIA["proportion"](name="proportion", arm="arm",
                                                  direction="greater", threshold=0.5)
     pilot = {"arm": sim.outcome_arm("arm", np.array([True] * 9 + [False]))}
-    plan = plan_seeds("proportion", params, pilot=pilot, candidates=[4, 30], n_sim=100)
+    plan = plan_seeds(params, pilot=pilot, candidates=[4, 30], n_sim=100)
     assert plan.power[1] > plan.power[0]
     assert plan.power[1] > 0.8
 
@@ -74,7 +74,7 @@ def test_pilot_resampling_one_arm_criterion() -> None:
 def test_declared_effect_uses_pilot_spread_and_budget() -> None:
     rng = np.random.default_rng(5)
     pilot = sim.two_arm_times(rng, 40, 1000.0, 0.7, 0.6, budget=2000.0)
-    plan = plan_seeds("cox_hazard_ratio", CRITERIA["cox_hazard_ratio"].params_model(
+    plan = plan_seeds(CRITERIA["cox_hazard_ratio"](
         name="cox_hazard_ratio", baseline="baseline", treated="treated", direction="less"),
         pilot=pilot, effect=0.5, candidates=[10], n_sim=20)
     a = plan.assumptions
@@ -87,12 +87,12 @@ def test_declared_effect_uses_pilot_spread_and_budget() -> None:
 
 
 def test_declared_effect_needs_a_two_arm_time_criterion() -> None:
-    params = CRITERIA["proportion"].params_model(name="proportion", arm="arm",
+    params = CRITERIA["proportion"](name="proportion", arm="arm",
                                                  direction="greater", threshold=0.5)
     with pytest.raises(ValueError, match="two-arm"):
-        plan_seeds("proportion", params, effect=0.5, candidates=[8], n_sim=5)
+        plan_seeds(params, effect=0.5, candidates=[8], n_sim=5)
     with pytest.raises(ValueError, match="pilot"):
-        plan_seeds("survival_compare", _surv(), candidates=[8], n_sim=5)
+        plan_seeds(_surv(), candidates=[8], n_sim=5)
 
 
 def test_fit_censored_lognormal_recovers_truth() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
+from grokverify.claim.load import load_claim
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.models import DataShape
-from grokverify.outcome import RunOptions
-from grokverify.pipeline import run_claims
-from grokverify.spec import load_claim
-from grokverify.stats import Verdict
+from grokverify.run.outcome import RunOptions
+from grokverify.run.pipeline import run_claims
+from grokverify.stats.base import Verdict
 from grokverify.store import Store
 
 CLAIM = Path(__file__).parent / "fixtures" / "probe_claim.yaml"

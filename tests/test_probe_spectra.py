@@ -12,21 +12,23 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from grokverify.catalog.models import EmbedMLPSpec, ToySumSpec
-from grokverify.catalog.probes import FourierShareSpec, RankSpec, SigmaMaxSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import EmbedMLPSpec, ToySumSpec
+from grokverify.claim.probes import FourierShareSpec, RankSpec, SigmaMaxSpec
 from grokverify.engine import probes as probes_mod
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import DataShape
 from grokverify.engine.probes import (
-    PROBES,
     ProbeContext,
     Spectra,
     ew_of,
     fourier_share_of,
     rank_of,
 )
-from grokverify.spec import ExperimentSpec
+from grokverify.kinds import PROBES
+
+probe = PROBES.implementation  # a probe's function by name
 
 MLP_SPEC = EmbedMLPSpec(kind="embed_mlp", d=6, hidden=5)
 MLP_SHAPE = DataShape(p=11, vocab=13, n_classes=11)
@@ -126,7 +128,7 @@ def test_rank_of_e_w_and_ew_on_the_models_parameters_equals_numpy(spec, shape, n
         w[2].copy_(torch.from_numpy(_low_rank(rng, *w.shape[1:], 1)))
     assert w.shape[-1] == n * e.shape[-1]
     spec_ = RankSpec(name="rank", every=1)
-    got = PROBES["rank"](model, spec_)
+    got = probe("rank")(model, spec_)
     assert list(got) == ["rank.E", "rank.W", "rank.EW"]
     for i in range(3):
         ew = _reference_ew(model, i)
@@ -137,7 +139,7 @@ def test_rank_of_e_w_and_ew_on_the_models_parameters_equals_numpy(spec, shape, n
             assert got[f"rank.{name}"][i].item() == _np_rank(m.detach().double().numpy(), 1e-3)
         assert got["rank.EW"][i].item() == _np_rank(ew, 1e-3)
     assert got["rank.E"].tolist()[0] == 2 and got["rank.EW"].tolist()[2] == 1
-    only_ew = PROBES["rank"](model, RankSpec(name="rank", every=1, of=["EW"], rtol=0.5))
+    only_ew = probe("rank")(model, RankSpec(name="rank", every=1, of=["EW"], rtol=0.5))
     assert list(only_ew) == ["rank.EW"]
     assert only_ew["rank.EW"].tolist() == [_np_rank(_reference_ew(model, i), 0.5)
                                            for i in range(3)]
@@ -151,7 +153,7 @@ def test_sigma_max_and_rank_at_one_probe_point_share_each_matrix_spectrum(monkey
     both probes, and each probe gives what it gives alone (the loop's probe cost rests on it)."""
     model = BatchedModel(MLP_SPEC, MLP_SHAPE, [0, 1, 2])
     sigma, ranks = SigmaMaxSpec(name="sigma_max", every=1), RankSpec(name="rank", every=1)
-    alone = {**PROBES["sigma_max"](model, sigma), **PROBES["rank"](model, ranks)}
+    alone = {**probe("sigma_max")(model, sigma), **probe("rank")(model, ranks)}
     calls: list[tuple[int, ...]] = []
     real = probes_mod._gram_singular_values
 
@@ -161,7 +163,7 @@ def test_sigma_max_and_rank_at_one_probe_point_share_each_matrix_spectrum(monkey
 
     monkeypatch.setattr(probes_mod, "_gram_singular_values", counted)
     ctx = ProbeContext(spectra=Spectra(model))
-    shared = {**PROBES["sigma_max"](model, sigma, ctx), **PROBES["rank"](model, ranks, ctx)}
+    shared = {**probe("sigma_max")(model, sigma, ctx), **probe("rank")(model, ranks, ctx)}
     e, w = model.param("embed.weight"), model.param("fc1.weight")
     # E's and W's once each (sigma_max alone would take both again), and EW's small core
     assert calls.count(tuple(e.shape)) == calls.count(tuple(w.shape)) == 1
@@ -215,7 +217,7 @@ def test_a_single_frequency_has_share_one_and_two_frequencies_their_known_share(
     p, t = 11, np.arange(11)[:, None]
     rows = np.zeros((p, 6))
     rows[:, :3] = np.cos(2 * np.pi * 3 * t / p + np.array([0.0, 1.0, 2.0]))  # phases differ
-    got = PROBES["fourier_share"](_mlp_with_embedding(rows),
+    got = probe("fourier_share")(_mlp_with_embedding(rows),
                                   FourierShareSpec(name="fourier_share", every=1, k=1))
     assert list(got) == ["fourier_share.E"]
     assert got["fourier_share.E"].dtype == torch.float64
@@ -229,7 +231,7 @@ def test_a_single_frequency_has_share_one_and_two_frequencies_their_known_share(
     model = _mlp_with_embedding(mix)
     for k, dc, want in ((1, True, 4 / 5), (2, True, 1.0), (1, False, 9 / (9 + 2 + 0.5)),
                         (2, False, 11 / 11.5), (3, False, 1.0)):
-        got = PROBES["fourier_share"](model, FourierShareSpec(name="fourier_share", every=1, k=k,
+        got = probe("fourier_share")(model, FourierShareSpec(name="fourier_share", every=1, k=k,
                                                               exclude_dc=dc))
         np.testing.assert_allclose(got["fourier_share.E"].numpy(), [want, want], rtol=1e-12)
         assert want == pytest.approx(_np_share(mix, p, k, dc), rel=1e-12)
@@ -260,7 +262,7 @@ def test_fourier_share_of_noise_equals_numpy_fft(p: int) -> None:
 
 def test_fourier_share_reads_the_toy_models_whole_embedding() -> None:
     model = BatchedModel(TOY_SPEC, TOY_SHAPE, [0, 1, 2])
-    got = PROBES["fourier_share"](model, FourierShareSpec(name="fourier_share", every=1, k=2))
+    got = probe("fourier_share")(model, FourierShareSpec(name="fourier_share", every=1, k=2))
     e = model.param("embed.weight").detach().double().numpy()
     assert e.shape[1] == TOY_SHAPE.p
     np.testing.assert_allclose(got["fourier_share.E"].numpy(),
@@ -274,11 +276,11 @@ def test_a_diverged_seed_is_nan_and_the_others_unchanged() -> None:
     model = BatchedModel(MLP_SPEC, MLP_SHAPE, [0, 1, 2])
     rank_spec = RankSpec(name="rank", every=1)
     share_spec = FourierShareSpec(name="fourier_share", every=1, k=2)
-    before = {**PROBES["rank"](model, rank_spec), **PROBES["fourier_share"](model, share_spec)}
+    before = {**probe("rank")(model, rank_spec), **probe("fourier_share")(model, share_spec)}
     with torch.no_grad():
         model.param("embed.weight")[1, 3, 0] = float("nan")
         model.param("fc1.weight")[2, 0, 0] = float("inf")
-    after = {**PROBES["rank"](model, rank_spec), **PROBES["fourier_share"](model, share_spec)}
+    after = {**probe("rank")(model, rank_spec), **probe("fourier_share")(model, share_spec)}
     nan = {"rank.E": {1}, "rank.W": {2}, "rank.EW": {1, 2}, "fourier_share.E": {1}}
     for name, bad in nan.items():
         for i in range(3):
@@ -352,8 +354,8 @@ def test_in_training_the_curves_equal_the_probe_on_a_seed_trained_alone(model) -
         for step in range(0, 21, 5):
             if step:
                 trainer.train(5)
-            got = {**PROBES["rank"](trainer.shards[0].model, rank_spec),
-                   **PROBES["fourier_share"](trainer.shards[0].model, share_spec)}
+            got = {**probe("rank")(trainer.shards[0].model, rank_spec),
+                   **probe("fourier_share")(trainer.shards[0].model, share_spec)}
             for name in names:
                 alone[name].append(got[name][0].item())
     for name in names:

@@ -10,14 +10,15 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from grokverify.catalog.models import EmbedMLPSpec
-from grokverify.catalog.probes import HessianMaxSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import EmbedMLPSpec
+from grokverify.claim.probes import HessianMaxSpec
 from grokverify.engine.batched import BatchedModel, batch_members, plain_copy
 from grokverify.engine.data import SeedData
 from grokverify.engine.loop import Shard, train_seeds
 from grokverify.engine.models import DataShape, mean_loss_of
-from grokverify.engine.probes import PROBES, ProbeContext, _rows
-from grokverify.spec import ExperimentSpec
+from grokverify.engine.probes import ProbeContext, _rows
+from grokverify.kinds import PROBES
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 MODEL = {"kind": "embed_mlp", "d": 4, "hidden": 6}
@@ -123,7 +124,7 @@ def test_power_iteration_equals_the_dense_hessians_top_eigenvalue(batch: int | N
         for q in model.leaves:
             q.mul_(3.0)
     spec = HessianMaxSpec(name="hessian_max", every=1, iterations=1000, batch=batch)
-    got = PROBES["hessian_max"](model, spec, ProbeContext(train))
+    got = PROBES.implementation("hessian_max")(model, spec, ProbeContext(train))
     rows = _rows(model, train, batch)
     assert rows[0].shape[1] == (batch or train[0].shape[1])
     for i in range(2):
@@ -139,8 +140,8 @@ def test_a_seeds_hessian_and_its_rows_do_not_depend_on_its_batch() -> None:
     spec = HessianMaxSpec(name="hessian_max", every=1, iterations=30, batch=10)
     alone_model, alone_train = _tiny([1])
     among_model, among_train = _tiny([0, 1, 2])
-    alone = PROBES["hessian_max"](alone_model, spec, ProbeContext(alone_train))
-    among = PROBES["hessian_max"](among_model, spec, ProbeContext(among_train))
+    alone = PROBES.implementation("hessian_max")(alone_model, spec, ProbeContext(alone_train))
+    among = PROBES.implementation("hessian_max")(among_model, spec, ProbeContext(among_train))
     rows_alone = _rows(alone_model, alone_train, 10)
     rows_among = _rows(among_model, among_train, 10)
     for t_alone, t_among in zip(rows_alone, rows_among, strict=True):
@@ -152,10 +153,10 @@ def test_a_seeds_hessian_and_its_rows_do_not_depend_on_its_batch() -> None:
 def test_a_diverged_seed_gets_nan_and_the_others_their_value() -> None:
     model, train = _tiny([0, 1])
     spec = HessianMaxSpec(name="hessian_max", every=1, iterations=20, of=["W"])
-    clean = PROBES["hessian_max"](model, spec, ProbeContext(train))
+    clean = PROBES.implementation("hessian_max")(model, spec, ProbeContext(train))
     with torch.no_grad():
         model.param("fc1.weight")[1].fill_(float("nan"))
-    got = PROBES["hessian_max"](model, spec, ProbeContext(train))
+    got = PROBES.implementation("hessian_max")(model, spec, ProbeContext(train))
     assert math.isnan(got["hessian_max.W"][1]) and math.isnan(got["hessian_max.W.change"][1])
     assert got["hessian_max.W"][0].item() == pytest.approx(clean["hessian_max.W"][0].item(),
                                                           rel=1e-12)
@@ -165,7 +166,7 @@ def test_a_diverged_seed_gets_nan_and_the_others_their_value() -> None:
 def test_hessian_needs_the_training_rows() -> None:
     model, _ = _tiny([0, 1])
     with pytest.raises(ValueError, match="needs the training rows"):
-        PROBES["hessian_max"](model, HessianMaxSpec(name="hessian_max", every=1))
+        PROBES.implementation("hessian_max")(model, HessianMaxSpec(name="hessian_max", every=1))
 
 
 def test_probes_that_need_context_are_recorded_and_change_nothing() -> None:

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from grokverify.catalog.models import EmbedMLPSpec, ToySumSpec
-from grokverify.catalog.probes import GradNormRatioSpec, SigmaMaxSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import EmbedMLPSpec, ToySumSpec
+from grokverify.claim.probes import GradNormRatioSpec, SigmaMaxSpec
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.loop import SeedTrainer, train_seeds
 from grokverify.engine.models import DataShape, mean_loss_of
-from grokverify.engine.probes import PROBES
-from grokverify.spec import ExperimentSpec
+from grokverify.kinds import PROBES
+
+probe = PROBES.implementation  # a probe's function by name
 
 MLP_SPEC = EmbedMLPSpec(kind="embed_mlp", d=8, hidden=12)
 MLP_SHAPE = DataShape(p=7, vocab=9, n_classes=7)
@@ -36,7 +38,7 @@ def _exp(probes: list[dict], interventions: list[dict] | None = None,
     (ToySumSpec(kind="toy_sum", hidden=9, emb_dim=3), DataShape(p=6, vocab=8, n_classes=11))])
 def test_sigma_max_equals_numpy_svd(spec, shape) -> None:
     model = BatchedModel(spec, shape, [0, 1, 2])
-    got = PROBES["sigma_max"](model, SigmaMaxSpec(name="sigma_max", every=1))
+    got = probe("sigma_max")(model, SigmaMaxSpec(name="sigma_max", every=1))
     for role in ("E", "W"):
         matrices = model.param(model.role(role)).detach().double().numpy()
         want = np.linalg.svd(matrices, compute_uv=False)[:, 0]
@@ -48,7 +50,7 @@ def test_sigma_max_of_a_diverged_seed_is_nan_not_an_error() -> None:
     model = BatchedModel(MLP_SPEC, MLP_SHAPE, [0, 1])
     with torch.no_grad():
         model.param("fc1.weight")[1].fill_(float("inf"))
-    got = PROBES["sigma_max"](model, SigmaMaxSpec(name="sigma_max", every=1, of=["W"]))
+    got = probe("sigma_max")(model, SigmaMaxSpec(name="sigma_max", every=1, of=["W"]))
     assert math.isfinite(got["sigma_max.W"][0]) and math.isnan(got["sigma_max.W"][1])
 
 
@@ -60,7 +62,7 @@ def test_grad_norm_ratio_equals_autograd_on_the_plain_model() -> None:
     a, b = torch.randint(0, 7, (2, 3, 10), generator=gen)
     y = (a + b) % 7
     model.loss_and_grads(a, b, y, torch.ones(3, dtype=torch.float64))
-    got = PROBES["grad_norm_ratio"](model, GradNormRatioSpec(name="grad_norm_ratio", every=1))
+    got = probe("grad_norm_ratio")(model, GradNormRatioSpec(name="grad_norm_ratio", every=1))
     for i in range(3):
         plain = plain_copy(model, i)
         mean_loss_of(plain, plain(a[i], b[i]), y[i]).backward()
@@ -87,7 +89,7 @@ def test_probes_are_recorded_at_their_steps_and_change_nothing_else() -> None:
         assert rec["summary"] == plain["summary"]
     with SeedTrainer(_exp([]), [0, 1], workers=1) as trainer:
         trainer.train(12)
-        direct = PROBES["sigma_max"](trainer.shards[0].model,
+        direct = probe("sigma_max")(trainer.shards[0].model,
                                      SigmaMaxSpec(name="sigma_max", every=1))
     for i, rec in enumerate(with_probes):
         curve = rec["curves"]["sigma_max.W"]

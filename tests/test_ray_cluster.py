@@ -368,7 +368,7 @@ def test_a_killed_driver_loses_only_its_tasks_in_flight(fresh: Head, tmp_path: P
     """A driver SIGKILLed mid-run (a crash, or a restart) on a 2-CPU head: it had submitted at
     most IN_FLIGHT_PER_SLOT x 2 tasks beyond those it stored, never the whole run; the rerun on
     the same store trains exactly the seeds not stored and reuses the others unchanged."""
-    from grokverify.execute import IN_FLIGHT_PER_SLOT
+    from grokverify.run.execute import IN_FLIGHT_PER_SLOT
 
     claim = _claim(tmp_path, 2000, 100)
     args = ("--address", fresh.address, "--chunk-size", "1", "--seeds", "5")  # 10 trials

@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 import pytest
 
-from grokverify.catalog.metrics import ReachesRatio
-from grokverify.metrics import observe
-from grokverify.samples import seed_value
+from grokverify.claim.metrics import ReachesRatio
+from grokverify.stats.arms import seed_value
+from grokverify.stats.metrics import observe
 
 STEPS = [0, 100, 200, 300, 400, 500]
 

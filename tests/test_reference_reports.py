@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grokverify.datasets import ENV_VAR, BadData, MissingData
-from grokverify.datasets import load as load_data
+from grokverify.claim.load import load_claim
 from grokverify.engine import numerics
+from grokverify.engine.datasets import ENV_VAR, BadData, MissingData
+from grokverify.engine.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
-from grokverify.outcome import RunOptions
-from grokverify.pipeline import run_claims
-from grokverify.spec import load_claim
+from grokverify.run.outcome import RunOptions
+from grokverify.run.pipeline import run_claims
 from grokverify.store import torch_version
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from suitedata import TINY, tiny_run
 
-import grokverify.pipeline
+import grokverify.run.pipeline
 from grokverify.cli import main
 
 
@@ -22,7 +22,7 @@ def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def refuse(*args: object, **kw: object) -> None:
         raise AssertionError("an executor was started")
-    monkeypatch.setattr(grokverify.pipeline, "_make_executor", refuse)
+    monkeypatch.setattr(grokverify.run.pipeline, "_make_executor", refuse)
 
 
 def _store_files(store: Path) -> dict[str, int]:
@@ -152,9 +152,9 @@ def test_claims_rebuilt_side_by_side_equal_one_by_one(tmp_path: Path, no_trainin
     as one process; a claim whose seeds are missing is named from a worker too."""
     from rich.console import Console
 
-    from grokverify.outcome import RunOptions
-    from grokverify.rebuild import rebuild_claims
-    from grokverify.spec import load_claim
+    from grokverify.claim.load import load_claim
+    from grokverify.run.outcome import RunOptions
+    from grokverify.run.rebuild import rebuild_claims
 
     twin = tmp_path / "twin.yaml"
     twin.write_text(TINY.read_text().replace("id: tiny", "id: tiny_twin", 1))

@@ -20,7 +20,7 @@ from grokverify.stats.survival import (
     rmst_tau,
     run_survival_compare,
 )
-from grokverify.verdict import Verdict
+from grokverify.stats.verdict import Verdict
 
 
 def ref_rmst(times: Any, observed: Any, tau: float) -> float:

@@ -36,8 +36,8 @@ sys.path.insert(0, str(RUNNERS))
 
 import verdict_table  # noqa: E402
 
+from grokverify.claim.load import load_claim  # noqa: E402
 from grokverify.cli import _parser  # noqa: E402
-from grokverify.spec import load_claim  # noqa: E402
 
 
 def test_the_verdict_table_has_one_row_per_reference_report(

@@ -11,10 +11,11 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from grokverify.catalog.models import ToyMatrixSpec
-from grokverify.engine.models import MODELS, DataShape
-from grokverify.spec import TaskSpec
-from grokverify.tasks import S3, S3_TABLE, build_dataset
+from grokverify.claim.models import ToyMatrixSpec
+from grokverify.claim.tasks import TaskSpec
+from grokverify.engine.models import DataShape
+from grokverify.engine.tasks import S3, S3_TABLE, build_dataset
+from grokverify.kinds import MODELS
 
 
 def compose(f: tuple[int, ...], g: tuple[int, ...]) -> tuple[int, ...]:
@@ -49,7 +50,8 @@ def test_s3_needs_six_elements_in_order(bad: dict[str, object]) -> None:
 
 def test_the_forward_pass_multiplies_the_two_matrices_before_decoding() -> None:
     spec = ToyMatrixSpec(kind="toy_matrix", hidden=5, output="regression", target_dim=4)
-    model = MODELS["toy_matrix"].for_seed(spec, DataShape(p=6, vocab=8, n_classes=6), 3)
+    model = MODELS.implementation("toy_matrix").for_seed(spec, DataShape(p=6, vocab=8,
+                                                                         n_classes=6), 3)
     model = model.double()
     a, b = torch.tensor([1, 4, 5]), torch.tensor([2, 2, 0])
     e = model.embed.weight.detach().numpy().reshape(6, 3, 3)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.stats import CRITERIA, ArmSample, Verdict
+from grokverify.kinds import CRITERIA
 from grokverify.stats import sequential as seq
+from grokverify.stats.base import ArmSample, Verdict, judge
 from grokverify.stats.simulate import first_seeds, make_arm
 
 
@@ -33,7 +34,9 @@ def test_information_fractions() -> None:
 def test_correlation_looks_use_its_fisher_z_information() -> None:
     """A Fisher-z correlation's se is 1/sqrt(n - 3), so its looks' fractions are
     (n_k - 3)/(n_max - 3), and the nominal levels those of the fractions, not of n_k / n_max."""
-    info = CRITERIA["correlation"].information
+    info = CRITERIA["correlation"](
+        name="correlation", arm="a", x="val_threshold_step", y="train_threshold_step",
+        direction="positive", min_effect=0.3).information
     rounds = seq.Rounds.with_spending([8, 12, 16, 20], 0.05, "obrien_fleming", info)
     assert [k.information_fraction for k in rounds.looks] == pytest.approx(
         [5 / 17, 9 / 17, 13 / 17, 1.0])
@@ -42,7 +45,7 @@ def test_correlation_looks_use_its_fisher_z_information() -> None:
     # looks below 4 pairs (no CI) still get increasing fractions
     assert seq.information_fractions([2, 3, 4, 8], info) == pytest.approx(
         [0.05, 0.075, 0.2, 1.0])
-    assert CRITERIA["survival_compare"].information(12) == 12.0
+    assert _value_params().information(12) == 12.0
 
 
 @pytest.mark.parametrize("kind", ["obrien_fleming", "pocock"])
@@ -142,7 +145,7 @@ def test_nominal_levels_reject_bad_fractions() -> None:
 
 def _value_params(**kw: object):  # type: ignore[no-untyped-def]
     base = {"name": "value", "arm": "arm", "target": 1.0, "tol": 0.2}
-    return CRITERIA["value"].params_model(**{**base, **kw})
+    return CRITERIA["value"](**{**base, **kw})
 
 
 def _values(n: int, centre: float, spread: float) -> dict[str, ArmSample]:
@@ -158,7 +161,7 @@ def test_run_sequential_stops_at_first_decided_look() -> None:
         # wide at 8 seeds (INCONCLUSIVE), tight around the target from 12 on (SUPPORTED)
         return _values(n, 1.0, 1.0 if n < 12 else 0.02)
 
-    out = seq.run_sequential("value", _value_params(), draw, [8, 12, 16, 20])
+    out = seq.run_sequential(_value_params(), draw, [8, 12, 16, 20])
     assert calls == [8, 12]
     assert [r.n for r in out.rounds] == [8, 12]
     assert [r.verdict for r in out.rounds] == [Verdict.INCONCLUSIVE, Verdict.SUPPORTED]
@@ -175,13 +178,13 @@ def test_run_sequential_stops_at_first_decided_look() -> None:
 
 
 def test_run_sequential_refuted_also_stops() -> None:
-    out = seq.run_sequential("value", _value_params(), lambda n: _values(n, 3.0, 0.05),
+    out = seq.run_sequential(_value_params(), lambda n: _values(n, 3.0, 0.05),
                              [8, 12, 16, 20], kind="pocock")
     assert out.verdict == Verdict.REFUTED and [r.n for r in out.rounds] == [8]
 
 
 def test_run_sequential_undecided_runs_every_look() -> None:
-    out = seq.run_sequential("value", _value_params(), lambda n: _values(n, 1.2, 1.0),
+    out = seq.run_sequential(_value_params(), lambda n: _values(n, 1.2, 1.0),
                              [8, 12, 16, 20])
     assert [r.n for r in out.rounds] == [8, 12, 16, 20]
     assert out.verdict == Verdict.INCONCLUSIVE and not out.stopped_early
@@ -189,42 +192,36 @@ def test_run_sequential_undecided_runs_every_look() -> None:
 
 
 def test_run_sequential_default_alpha_is_the_criterions_own() -> None:
-    out = seq.run_sequential("value", _value_params(ci_level=0.9),
+    out = seq.run_sequential(_value_params(ci_level=0.9),
                              lambda n: _values(n, 1.2, 1.0), [10, 20])
     assert out.alpha == pytest.approx(0.1)
     assert out.nominal_levels == pytest.approx(seq.nominal_levels([0.5, 1.0], 0.1))
 
 
 def test_at_level_maps_equivalence_alpha() -> None:
-    eq = CRITERIA["equivalence"].params_model(name="equivalence", baseline="a", treated="b",
+    eq = CRITERIA["equivalence"](name="equivalence", baseline="a", treated="b",
                                               margin=0.5)
     assert eq.ci_level == pytest.approx(0.9)
     moved = seq.at_level(eq, 0.99)
     assert moved.alpha == pytest.approx(0.005) and moved.ci_level == pytest.approx(0.99)
-    surv = CRITERIA["survival_compare"].params_model(
+    surv = CRITERIA["survival_compare"](
         name="survival_compare", baseline="a", treated="b", direction="less", min_effect=0.2)
     assert seq.at_level(surv, 0.99).ci_level == 0.99
     assert surv.ci_level == 0.95  # a copy, the original is unchanged
 
 
 def test_run_sequential_equivalence_uses_twice_alpha() -> None:
-    eq = CRITERIA["equivalence"].params_model(name="equivalence", arm="arm", reference=1.0,
+    eq = CRITERIA["equivalence"](name="equivalence", arm="arm", reference=1.0,
                                               margin=0.2)
-    out = seq.run_sequential("equivalence", eq, lambda n: _values(n, 1.0, 0.01), [5, 10])
+    out = seq.run_sequential(eq, lambda n: _values(n, 1.0, 0.01), [5, 10])
     assert out.alpha == pytest.approx(0.1)
     assert out.verdict == Verdict.SUPPORTED and out.n_used == 5
     assert out.rounds[0].ci_level == pytest.approx(1 - out.nominal_levels[0])
 
 
 def test_run_sequential_wiring_errors() -> None:
-    with pytest.raises(KeyError):
-        seq.run_sequential("nope", _value_params(), lambda n: {}, [4, 8])
-    with pytest.raises(TypeError):
-        surv = CRITERIA["survival_compare"].params_model(
-            name="survival_compare", baseline="a", treated="b", direction="less", min_effect=0.2)
-        seq.run_sequential("value", surv, lambda n: {}, [4, 8])
     with pytest.raises(ValueError):
-        seq.run_sequential("value", _value_params(), lambda n: {}, [8, 4])
+        seq.run_sequential(_value_params(), lambda n: {}, [8, 4])
 
 
 def test_rounds_step_through_the_looks_and_stop_at_the_first_decision() -> None:
@@ -260,11 +257,11 @@ def test_sequential_false_supported_near_nominal_under_null() -> None:
     rng = np.random.default_rng(12345)
     params = _value_params()
     n_sim, look_sizes = 1000, [8, 12, 16, 20]
-    run = CRITERIA["value"].run
+    run = judge
     seq_supported = naive_supported = 0
     for _ in range(n_sim):
         arms = {"arm": make_arm("arm", 1.2 + 0.3 * rng.standard_normal(20))}
-        out = seq.run_sequential("value", params, lambda n, a=arms: first_seeds(a, n),
+        out = seq.run_sequential(params, lambda n, a=arms: first_seeds(a, n),
                                  look_sizes)
         seq_supported += out.verdict == Verdict.SUPPORTED
         for n in look_sizes:

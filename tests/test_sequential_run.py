@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from grokverify.claim.load import load_claim
 from grokverify.cli import main
-from grokverify.pipeline import RunOptions, run_claims, seeding
-from grokverify.spec import load_claim
+from grokverify.run.pipeline import RunOptions, run_claims, seeding
 from grokverify.stats.sequential import nominal_levels
 
 QUIET = Console(quiet=True)

@@ -13,7 +13,8 @@ import pydantic
 import pytest
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
-from grokverify.stats import CRITERIA, ArmSample, Criterion, CriterionResult, Verdict, register
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 from grokverify.stats.survival import (
     SurvivalCompareParams,
     bootstrap_median_effect,
@@ -346,19 +347,21 @@ def test_params_rejected(bad: dict[str, object]) -> None:
 
 def test_registry() -> None:
     crit = CRITERIA["survival_compare"]
-    assert crit.params_model is SurvivalCompareParams
-    assert crit.arms_of(SurvivalCompareParams.model_validate(params())) == ["b", "t"]
-    register(crit)  # re-registering the same object is harmless
-    clash = Criterion("survival_compare", SurvivalCompareParams, crit.run, crit.arms_of)
-    with pytest.raises(ValueError):
-        register(clash)
+    assert crit is SurvivalCompareParams
+    assert SurvivalCompareParams.model_validate(params()).arms() == ["b", "t"]
+    register = CRITERIA.register(CRITERIA.path("survival_compare"))
+    assert register(crit) is crit  # re-registering the same class is harmless
+
+    class Clash(SurvivalCompareParams):
+        pass
+    with pytest.raises(ValueError, match="already registered"):
+        register(Clash)
 
 
 def test_run_missing_arm() -> None:
-    crit = CRITERIA["survival_compare"]
     arm = make_arm("b", np.random.default_rng(0), 100)
     with pytest.raises(KeyError):
-        crit.run(SurvivalCompareParams.model_validate(params()), {"b": arm})
+        judge(SurvivalCompareParams.model_validate(params()), {"b": arm})
 
 
 def test_result_to_dict_is_json_with_inf_strings() -> None:
@@ -368,7 +371,7 @@ def test_result_to_dict_is_json_with_inf_strings() -> None:
         "t": make_arm("t", rng, 3000, budget=3000),
     }
     arms["t"] = ArmSample("t", arms["t"].values, arms["t"].observed, arms["t"].seeds, {"nan": 1})
-    result = CRITERIA["survival_compare"].run(SurvivalCompareParams.model_validate(params()), arms)
+    result = judge(SurvivalCompareParams.model_validate(params()), arms)
     assert isinstance(result, CriterionResult)
     assert isinstance(result.verdict, Verdict)
     out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
@@ -387,7 +390,7 @@ def test_arm_sample_validation() -> None:
         ArmSample("a", np.array([1.0, np.inf]), np.ones(2, bool), (0, 1))
 
 
-@pytest.mark.parametrize("module", ["grokverify.verdict", "grokverify.stats.survival"])
+@pytest.mark.parametrize("module", ["grokverify.stats.verdict", "grokverify.stats.survival"])
 def test_import_order_has_no_cycle(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
 
@@ -395,14 +398,14 @@ def test_import_order_has_no_cycle(module: str) -> None:
 def test_arm_with_no_usable_seed_is_inconclusive_not_an_error() -> None:
     import numpy as np
 
-    from grokverify.stats import CRITERIA, ArmSample, Verdict
+    from grokverify.stats.base import ArmSample, Verdict
     from grokverify.stats.survival import SurvivalCompareParams
 
     params = SurvivalCompareParams(name="survival_compare", baseline="a", treated="b",
                                    direction="less", min_effect=0.2)
     empty = ArmSample("a", np.array([]), np.array([], dtype=bool), (), {"diverged": 3})
     full = ArmSample("b", np.array([10.0, 20.0]), np.array([True, True]), (0, 1))
-    res = CRITERIA["survival_compare"].run(params, {"a": empty, "b": full})
+    res = judge(params, {"a": empty, "b": full})
     assert res.verdict == Verdict.INCONCLUSIVE
     assert "arm 'a' has no usable seed" in res.reason and "diverged: 3" in res.reason
     assert res.to_dict()["ci"] == [None, None]

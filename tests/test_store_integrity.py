@@ -400,7 +400,7 @@ def test_a_record_replaced_by_another_sound_one_is_read_afresh(store: Path) -> N
 
 
 def test_record_keys_equal_record_key_per_seed() -> None:
-    from grokverify.spec import load_claim
+    from grokverify.claim.load import load_claim
     from grokverify.store import record_key, record_keys
 
     exp = next(iter(load_claim(TINY).members("quick").values())).popitem()[1]

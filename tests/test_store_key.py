@@ -14,14 +14,14 @@ import pytest
 
 import grokverify
 from grokverify import store
-from grokverify.spec import ExperimentSpec
+from grokverify.claim.experiment import ExperimentSpec
 
 EXP = {"task": {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3},
        "model": {"kind": "embed_mlp", "d": 8, "hidden": 16},
        "optimizer": {"name": "adamw", "lr": 0.01}, "training": {"steps": 40, "eval_interval": 10}}
-KEY_OF = ("from grokverify.spec import ExperimentSpec; from grokverify.store import record_key, "
-          "code_version; import json; print(record_key(ExperimentSpec.model_validate({exp}), 3, "
-          "'cpu'), code_version())")
+KEY_OF = ("from grokverify.claim.experiment import ExperimentSpec; "
+          "from grokverify.store import record_key, code_version; import json; "
+          "print(record_key(ExperimentSpec.model_validate({exp}), 3, 'cpu'), code_version())")
 
 
 def _key() -> str:
@@ -84,7 +84,7 @@ def test_a_worker_whose_environment_differs_from_the_keys_refuses_before_trainin
     """A record must hash to the key the driver filed it under: a worker with another torch
     release (or results version, or numerics) than the driver's keys stops before training."""
     from grokverify.engine import loop
-    from grokverify.execute import run_trial
+    from grokverify.run.execute import run_trial
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("trained although the keys cannot match")
@@ -97,8 +97,8 @@ def test_a_worker_whose_environment_differs_from_the_keys_refuses_before_trainin
 
 # The canonical JSON of EXP as records were keyed before `emb_lr` existed (a later field).
 def test_emb_lr_sets_the_embedding_groups_lr_as_the_multiplier_would() -> None:
+    from grokverify.claim.optimizers import OptimizerSpec
     from grokverify.engine.optimizers import group_settings
-    from grokverify.spec import OptimizerSpec
     by_mult = OptimizerSpec(name="adamw", lr=1e-4, emb_lr_mult=10)
     by_lr = OptimizerSpec(name="adamw", lr=1e-4, emb_lr=1e-3)
     assert group_settings(by_lr, "embedding") == group_settings(by_mult, "embedding")

@@ -10,11 +10,12 @@ import hashlib
 import numpy as np
 import torch
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.data import Batches
-from grokverify.engine.models import MODELS, DataShape
-from grokverify.rng import stream_seed
-from grokverify.spec import ExperimentSpec
-from grokverify.tasks import build_dataset
+from grokverify.engine.models import DataShape
+from grokverify.engine.streams import stream_seed
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import MODELS
 
 CTX = "task-context"
 STREAMS = ("split", "init", "order", "targets", "dropout")
@@ -63,11 +64,11 @@ def test_initialisation_ignores_torch_global_generator_and_differs_by_seed() -> 
     data = build_dataset(exp.task, 0)
     shape = DataShape(p=exp.task.p, vocab=data.vocab, n_classes=data.n_classes)
     torch.manual_seed(1)
-    first = MODELS[exp.model.kind].for_seed(exp.model, shape, 3).state_dict()
+    first = MODELS.implementation(exp.model.kind).for_seed(exp.model, shape, 3).state_dict()
     torch.manual_seed(2)
     torch.rand(100)
-    again = MODELS[exp.model.kind].for_seed(exp.model, shape, 3).state_dict()
-    other = MODELS[exp.model.kind].for_seed(exp.model, shape, 4).state_dict()
+    again = MODELS.implementation(exp.model.kind).for_seed(exp.model, shape, 3).state_dict()
+    other = MODELS.implementation(exp.model.kind).for_seed(exp.model, shape, 4).state_dict()
     assert all(torch.equal(first[k], again[k]) for k in first)
     assert any(not torch.equal(first[k], other[k]) for k in first)
 

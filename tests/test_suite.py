@@ -156,10 +156,10 @@ def test_wall_column_shows_the_records_training_time_in_a_run_and_a_rebuild(
     from rich.console import Console
     from suitedata import TINY, tiny_options, tiny_run
 
-    from grokverify.pipeline import run_claims
+    from grokverify.claim.load import load_claim
     from grokverify.report.cells import cells
     from grokverify.report.suite import suite_row
-    from grokverify.spec import load_claim
+    from grokverify.run.pipeline import run_claims
 
     stored = [json.loads(p.read_text()) for p in (tiny_run() / "store").rglob("*.json")
               if p.parent.parent.name == "records"]

@@ -8,16 +8,15 @@ import threading
 import numpy as np
 import pytest
 
-from grokverify.spec import TaskSpec
-from grokverify.tasks import (
-    OPS,
-    SPLITS,
+from grokverify.claim.tasks import TaskSpec
+from grokverify.engine.tasks import (
     Dataset,
     build_dataset,
     labels_for,
     pairs_for,
     split_sizes,
 )
+from grokverify.kinds import SPLITS, TASKS
 
 
 def task(**kw: object) -> TaskSpec:
@@ -41,7 +40,7 @@ MODULAR = {
 
 def test_every_registered_op_is_checked() -> None:
     """s3 (p = 6 only) is checked against the group's rules in test_s3_toy.py."""
-    assert set(OPS) == set(MODULAR) | {"s3"}
+    assert set(TASKS) == set(MODULAR) | {"s3"}
 
 
 @pytest.mark.parametrize("p", [2, 5, 7, 11])
@@ -152,7 +151,7 @@ def test_split_sizes_and_disjoint(case: dict[str, object], split: str) -> None:
 
 
 @pytest.mark.parametrize("unordered", [False, True])
-@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("op", sorted(TASKS))
 def test_split_sizes_are_counted_without_building_the_pairs(op: str, unordered: bool) -> None:
     if op == "s3" and unordered:
         pytest.skip("s3 is ordered only (refused: test_s3_toy.py)")

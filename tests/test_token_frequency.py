@@ -10,14 +10,18 @@ import pytest
 import torch
 from scipy.stats import hypergeom
 
-from grokverify.catalog.models import EmbedMLPSpec
-from grokverify.catalog.probes import TokenFrequencySpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import EmbedMLPSpec
+from grokverify.claim.probes import TokenFrequencySpec
+from grokverify.claim.tasks import TaskSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape
-from grokverify.engine.probes import PROBES, ProbeContext, token_frequency_of
-from grokverify.spec import ExperimentSpec, TaskSpec
-from grokverify.tasks import build_dataset
+from grokverify.engine.probes import ProbeContext, token_frequency_of
+from grokverify.engine.tasks import build_dataset
+from grokverify.kinds import PROBES
+
+probe = PROBES.implementation  # a probe's function by name
 
 SPEC = TokenFrequencySpec(name="token_frequency", every=1)
 
@@ -26,7 +30,7 @@ def _probe(a: list[list[int]], b: list[list[int]], p: int, batch: int) -> dict[s
     model = BatchedModel(EmbedMLPSpec(kind="embed_mlp", d=4, hidden=6),
                          DataShape(p=p, vocab=p + 2, n_classes=p), list(range(len(a))))
     at, bt = torch.tensor(a), torch.tensor(b)
-    return PROBES["token_frequency"](model, SPEC, ProbeContext((at, bt, at), batch=batch))
+    return probe("token_frequency")(model, SPEC, ProbeContext((at, bt, at), batch=batch))
 
 
 def test_a_hand_worked_split() -> None:
@@ -86,7 +90,7 @@ def test_without_the_batch_size_it_refuses_rather_than_guess() -> None:
                          DataShape(p=5, vocab=7, n_classes=5), [0, 1])
     rows = torch.zeros(2, 3, dtype=torch.long)
     with pytest.raises(ValueError, match="batch size"):
-        PROBES["token_frequency"](model, SPEC, ProbeContext((rows, rows, rows)))
+        probe("token_frequency")(model, SPEC, ProbeContext((rows, rows, rows)))
 
 
 def _exp(model: dict) -> ExperimentSpec:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from grokverify.catalog.metrics import TrackingDrift
-from grokverify.metrics import observe
+from grokverify.claim.metrics import TrackingDrift
+from grokverify.stats.metrics import observe
 
 WINDOWS = {"early_start": 0, "early_end": 10, "late_start": 20, "late_end": 30}
 

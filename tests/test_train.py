@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine import loop
 from grokverify.engine.loop import SeedTrainer, train_seeds
-from grokverify.spec import ExperimentSpec
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}
 TOY_TASK = {"op": "add", "p": 6, "modular": False, "unordered": True, "train_frac": 0.6}

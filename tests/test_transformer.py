@@ -12,11 +12,11 @@ import pytest
 import torch
 from test_engine_equivalence import assert_each_seed_is_its_plain_module
 
-from grokverify.catalog.models import TransformerSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import TransformerSpec
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape, Transformer, sinusoid
-from grokverify.spec import ExperimentSpec
 
 SHAPE = DataShape(p=5, vocab=7, n_classes=5)
 

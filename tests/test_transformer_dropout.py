@@ -12,13 +12,13 @@ import pytest
 import torch
 from test_engine_equivalence import assert_each_seed_is_its_plain_module
 
-from grokverify.catalog.models import TransformerSpec
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.models import TransformerSpec
 from grokverify.cli import main
 from grokverify.engine.batched import BatchedModel, plain_copy
 from grokverify.engine.loop import train_seeds
 from grokverify.engine.models import DataShape, Transformer, mean_loss_of
 from grokverify.engine.streams import torch_generator
-from grokverify.spec import ExperimentSpec
 
 SHAPE = DataShape(p=5, vocab=7, n_classes=5)
 MODEL = {"kind": "transformer", "d": 8, "layers": 2, "heads": 2, "mlp": 12}

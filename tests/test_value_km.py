@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import norm
 from statsmodels.duration.survfunc import SurvfuncRight
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p
 from grokverify.stats.scalar import _bc_sides, _bc_tail_p
 from grokverify.stats.survival import km_columns
 
@@ -29,9 +29,9 @@ def arm(values: Any, observed: Any = None, kind: str = "time") -> ArmSample:
 
 def run(a: ArmSample, **params: Any) -> CriterionResult:
     crit = CRITERIA["value"]
-    p = crit.params_model.model_validate({"name": "value", "arm": "a", "statistic": "median",
+    p = crit.model_validate({"name": "value", "arm": "a", "statistic": "median",
                                           "censored": "as_budget", **params})
-    return crit.run(p, {"a": a})
+    return judge(p, {"a": a})
 
 
 def table(a: ArmSample, level: float = 0.95) -> tuple[float, tuple[float, float]]:

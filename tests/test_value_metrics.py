@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grokverify.spec import load_claim
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.yamlio import SpecError
+from grokverify.claim.load import load_claim
+from grokverify.claim.yamlio import SpecError
+from grokverify.kinds import CRITERIA
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # a signed spread around 0, mean 0.0125, median 0
@@ -28,7 +29,7 @@ def value_arm(name: str, values: Any) -> ArmSample:
 
 def run(params: dict[str, Any], *arms: ArmSample) -> CriterionResult:
     crit = CRITERIA[params["name"]]
-    return crit.run(crit.params_model.model_validate(params), {a.name: a for a in arms})
+    return judge(crit.model_validate(params), {a.name: a for a in arms})
 
 
 def scalar(**kw: Any) -> dict[str, Any]:
@@ -200,7 +201,7 @@ def test_a_correlation_metric_reading_an_unrecorded_curve_is_refused(tmp_path: P
 
 def test_plan_refuses_a_declared_effect_for_a_value_metric(tmp_path: Path) -> None:
     """A declared effect simulates times to an event; for a value metric only a pilot serves."""
-    from grokverify.plan import plan_claim
+    from grokverify.run.plan import plan_claim
     from grokverify.store import Store
 
     path = _claim(tmp_path, CURVE_MEAN, "{name: scalar_compare, baseline: c1, treated: c10, "

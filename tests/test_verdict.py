@@ -7,10 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from grokverify.stats import CRITERIA, ArmSample, CriterionResult, Verdict
-from grokverify.stats.base import verdict_from_p, wald_p
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge, verdict_from_p, wald_p
 from grokverify.stats.survival import SurvivalCompareParams
-from grokverify.verdict import decide, format_ci, format_number
+from grokverify.stats.verdict import decide, format_ci, format_number
 
 INF = math.inf
 LABEL = "ratio of KM median steps (treated / baseline)"
@@ -120,7 +119,7 @@ def run_claim(base_median: float, treat_median: float, seed: int, **kw: object) 
     raw = {"name": "survival_compare", "baseline": "base", "treated": "treat"}
     raw |= {"direction": "less", "min_effect": 0.2} | kw
     params = SurvivalCompareParams.model_validate(raw)
-    result = CRITERIA["survival_compare"].run(params, arms)
+    result = judge(params, arms)
     assert format_ci(result.ci) in result.reason
     assert format_number(result.threshold) in result.reason
     return result

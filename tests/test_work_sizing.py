@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from grokverify.expand import (
+from grokverify.claim.experiment import ExperimentSpec
+from grokverify.claim.load import load_claim
+from grokverify.run.trials import (
     TASK_MIN_S,
     Trial,
     chunk_seeds,
@@ -17,7 +19,6 @@ from grokverify.expand import (
     pending_trials,
     plan_arms,
 )
-from grokverify.spec import ExperimentSpec, load_claim
 from grokverify.store import Store, StoreError
 
 CLAIMS = Path(__file__).parent.parent / "claims"
@@ -89,8 +90,8 @@ def test_a_failed_write_or_sync_stops_the_run(fails: str, tiny_claim: Path, tmp_
     lock is released."""
     from rich.console import Console
 
-    from grokverify.outcome import RunOptions
-    from grokverify.pipeline import run_claims
+    from grokverify.run.outcome import RunOptions
+    from grokverify.run.pipeline import run_claims
 
     def broken(self: Store, *args: Any, **kwargs: Any) -> Path:
         raise StoreError("cannot write record: disk on fire")
@@ -108,7 +109,7 @@ def test_ray_runs_at_most_the_cap_of_tasks_at_once(tiny_claim: Path, tmp_path: P
     """RayExecutor's `task` seam runs a stand-in: each task notes how many tasks are running
     as it starts (files in a shared folder). Capped at one task in flight, a 2-CPU Ray runs
     them one at a time, every trial once, in order; uncapped, never more than its 2 slots."""
-    from grokverify.execute import RayExecutor
+    from grokverify.run.execute import RayExecutor
 
     running = tmp_path / "running"
     running.mkdir()
@@ -149,8 +150,8 @@ def test_an_interrupted_run_whose_fsync_fails_still_stops_as_interrupted(
     not as the store's error (exit 1), and the failed fsync is still said."""
     from rich.console import Console
 
-    from grokverify.outcome import RunOptions
-    from grokverify.pipeline import run_claims
+    from grokverify.run.outcome import RunOptions
+    from grokverify.run.pipeline import run_claims
 
     def broken_sync(self: Store, paths: list[Path]) -> None:
         raise StoreError("cannot sync record: disk on fire")

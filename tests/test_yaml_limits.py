@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grokverify import yamlio
+from grokverify.claim import yamlio
+from grokverify.claim.load import load_claim
+from grokverify.claim.yamlio import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, SpecError, load_yaml_text
 from grokverify.cli import main
-from grokverify.spec import load_claim
-from grokverify.yamlio import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, SpecError, load_yaml_text
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "bad_claims"

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from grokverify.claim.load import load_claim
+from grokverify.claim.yamlio import SpecError
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.models import DataShape
-from grokverify.outcome import RunOptions
-from grokverify.pipeline import run_claims
-from grokverify.spec import load_claim
+from grokverify.run.outcome import RunOptions
+from grokverify.run.pipeline import run_claims
 from grokverify.store import Store
-from grokverify.yamlio import SpecError
 
 CLAIM = """\
 id: init_ratio

@@ -2,7 +2,8 @@
 equations a training set implies, and how often a random training set pins the embedding down.
 
 The toy's samples are the unordered pairs (i, j), 0 ≤ i ≤ j < p, in lexicographic order (the
-order of `grokverify.tasks.pairs_for` for an unordered task and of the official code's `D0_id`);
+order of `grokverify.engine.tasks.pairs_for` for an unordered task and of the official
+code's `D0_id`);
 a sample's answer is i + j, its *class*. A permissible parallelogram (the set P0) is an unordered
 pair of distinct samples (i, j), (m, n) with i + j = m + n; `permissible_parallelograms` lists
 each once, as the sample pair (a, b) with a < b in sample order, and its quadruple (i, j, m, n).

@@ -21,7 +21,7 @@ Definitions (samples, P0, classes: `grokverify.analysis.parallelogram`):
   parallelogram realisation is transitive within a class anyway; the two can differ only through
   the δ tolerance). Reported over all samples (the official `pred_acc`, the paper's Fig. 3) and
   over the non-training samples (`pred_test_acc`; paper 2's validation set is every
-  non-training pair, as in `grokverify.tasks` with `test_frac` unset).
+  non-training pair, as in `grokverify.engine.tasks` with `test_frac` unset).
 - Impermissible training parallelograms (C1, Proposition 1): two training samples with
   different sums whose embedding sums lie within δ (the distance of Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n,
   normalised as above). At zero training loss with random regression targets there is none

@@ -40,9 +40,10 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from grokverify.catalog.models import ModelSpec
+from grokverify.claim.models import ModelSpec
 from grokverify.engine.heads import Head
-from grokverify.engine.models import MODELS, DataShape, Model
+from grokverify.engine.models import DataShape, Model
+from grokverify.kinds import MODELS
 
 _ALIGN = 64
 
@@ -85,7 +86,7 @@ class BatchedModel(nn.Module):
     def __init__(self, spec: ModelSpec, shape: DataShape, seeds: list[int],
                  dtype: torch.dtype = torch.float32, fast_path: FastPath | None = None):
         super().__init__()
-        cls = MODELS[spec.kind]  # type: ignore[attr-defined]
+        cls = MODELS.of(spec)
         self.spec, self.shape, self.model_class = spec, shape, cls
         self.seeds = list(seeds)
         # the seeds trained: the real ones, plus a ghost copy when there is only one

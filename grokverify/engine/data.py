@@ -11,11 +11,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grokverify.datasets import load
+from grokverify.claim.tasks import AnyTask, ImageTaskSpec, TaskSpec
+from grokverify.engine.datasets import load
 from grokverify.engine.models import DataShape
 from grokverify.engine.streams import torch_generator
-from grokverify.spec import AnyTask, ImageTaskSpec, TaskSpec
-from grokverify.tasks import build_dataset, image_split
+from grokverify.engine.tasks import build_dataset, image_split
 
 Pairs = tuple[Tensor, Tensor, Tensor]  # a, b, y, each (S, n)
 

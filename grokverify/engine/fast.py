@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from grokverify.catalog.models import ModelSpec
+from grokverify.claim.models import ModelSpec
 from grokverify.engine.batched import BatchedModel, FastPath, seed_view
 from grokverify.engine.layers import grad_like, linear
 

@@ -1,5 +1,5 @@
 """Interventions: changes to training at declared points (specs in
-`grokverify.catalog.interventions`), as hooks the loop calls; the loop knows none by name.
+`grokverify.claim.interventions`), as hooks the loop calls; the loop knows none by name.
 
 Hooks (all optional): `after_init(shard)` once the seeds are initialised, before the optimizer
 exists; `after_step(shard, step)` after each update (`step` = updates so far);
@@ -10,13 +10,12 @@ seed's `events`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
-from grokverify.catalog.interventions import (
+from grokverify.claim.interventions import (
     AdaptiveLRRatioSpec,
     FreezeEmbeddingsSpec,
     GradientSamplingSpec,
@@ -33,11 +32,10 @@ from grokverify.engine.sampling import (
     sampling_weights,
     weight_summary,
 )
-from grokverify.registry import registrar
 
 if TYPE_CHECKING:  # the schema must not load before extensions register (docs/extending.md)
+    from grokverify.claim.experiment import ExperimentSpec
     from grokverify.engine.data import SeedData
-    from grokverify.spec import ExperimentSpec
 
 
 class Shard(Protocol):
@@ -73,13 +71,9 @@ class Intervention:
         pass
 
 
-INTERVENTIONS: dict[str, Callable[[Any], Intervention]] = {}
 
 
-intervention = registrar(INTERVENTIONS, "intervention")  # @intervention("name") on a class
 
-
-@intervention("freeze_embeddings")
 class FreezeEmbeddings(Intervention):
     """From a step, E stops training for every seed (`requires_grad` off: no gradient, no
     update, as a plain model with a frozen embedding). From a per-seed condition, a seed's E is
@@ -134,7 +128,6 @@ class FreezeEmbeddings(Intervention):
             shard.records[i].events[self.spec.name] = step
 
 
-@intervention("rescale_embedding")
 class RescaleEmbedding(Intervention):
     """E ← factor · E, or E ← E · target / σmax(E) per seed (target a number, or the seed's own
     σmax(W): paper 1's σmax-matched initialisation), before training."""
@@ -158,7 +151,6 @@ class RescaleEmbedding(Intervention):
             rec.events[self.spec.name] = 0
 
 
-@intervention("gradient_sampling")
 class GradientSampling(Intervention):
     """Minibatches drawn with replacement from p_i ∝ exp(L_i²/γ) (`GradientSamplingSpec`): a
     `WeightedBatches` sampler replaces the shard's uniform one before training, and recomputes
@@ -185,7 +177,6 @@ class GradientSampling(Intervention):
             rec.events[self.spec.name] = 0
 
 
-@intervention("adaptive_lr_ratio")
 class AdaptiveLRRatio(Intervention):
     """Per-seed embedding learning rates in the one seed-batched optimizer (paper 1's Prop. 4.1
     recomputed every `every` steps; `AdaptiveLRRatioSpec`). The optimizer keeps its embedding

@@ -39,17 +39,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from grokverify.budget import EVAL_ROWS
+from grokverify.claim.budget import EVAL_ROWS
+from grokverify.claim.experiment import ExperimentSpec, TrainingSpec
 from grokverify.engine import numerics
 from grokverify.engine.batched import BatchedModel, batch_members
 from grokverify.engine.data import Batches, SeedData
 from grokverify.engine.fast import fast_path_for
-from grokverify.engine.interventions import INTERVENTIONS, Intervention
+from grokverify.engine.interventions import Intervention
 from grokverify.engine.optimizers import build_optimizer, reset_seed_state
-from grokverify.engine.probes import PROBES, ProbeContext, Spectra
+from grokverify.engine.probes import ProbeContext, Spectra
 from grokverify.engine.record import EVAL_CURVES, SeedRecord
 from grokverify.engine.sampling import Sampler
-from grokverify.spec import ExperimentSpec, TrainingSpec
+from grokverify.kinds import INTERVENTIONS, PROBES
 
 ProgressFn = Callable[[int, int], None]
 
@@ -82,7 +83,7 @@ class Shard:
         self.loss_weight[self.n_real:] = 0.0  # the ghost never trains
         self.step = 0
         self._losses: list[Tensor] = []  # per-seed training loss of every step since last eval
-        self.interventions: list[Intervention] = [INTERVENTIONS[iv.name](iv)
+        self.interventions: list[Intervention] = [INTERVENTIONS.of(iv)(iv)
                                                   for iv in exp.interventions]
         for iv in self.interventions:
             iv.after_init(self)
@@ -151,7 +152,11 @@ class Shard:
             with torch.no_grad():
                 values: dict[str, Tensor] = {}
                 for spec in due:
-                    values.update(PROBES[spec.name](self.model, spec, ctx))
+                    got = PROBES.of(spec)(self.model, spec, ctx)
+                    if sorted(got) != sorted(spec.curves()):
+                        raise RuntimeError(f"probe {spec.name} returned curves {sorted(got)}, "
+                                           f"its spec declares {sorted(spec.curves())}")
+                    values.update(got)
             self._points.append((step, values))
 
     # ------------------------------------------------------------ evaluation

@@ -13,7 +13,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 import torch
 from torch import Tensor, nn
 
-from grokverify.catalog.models import (
+from grokverify.claim.models import (
     EmbedMLPSpec,
     ImageMLPSpec,
     ModelSpec,
@@ -384,14 +384,6 @@ class ImageMLP(Model[ImageMLPSpec]):
             self.targets.copy_(torch.eye(self.shape.n_classes))
 
 
-MODELS: dict[str, type[Model]] = {
-    "embed_mlp": EmbedMLP,
-    "scalar_mlp": ScalarMLP,
-    "toy_sum": ToySum,
-    "toy_matrix": ToyMatrix,
-    "transformer": Transformer,
-    "image_mlp": ImageMLP,
-}
 
 
 def example_losses_of(model: Model, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:

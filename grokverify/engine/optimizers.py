@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from grokverify.claim.optimizers import OptimizerSpec
 from grokverify.engine.batched import seed_view
-from grokverify.spec import OptimizerSpec
 
 Builder = Callable[[list[dict[str, Any]], OptimizerSpec, dict[str, Any]], torch.optim.Optimizer]
 

@@ -1,5 +1,5 @@
 """Probes: seed-batched measurements recorded as named curves (specs in
-`grokverify.catalog.probes`). A probe is a function of the batched model and its spec returning
+`grokverify.claim.probes`). A probe is a function of the batched model and its spec returning
 {curve name: tensor (S,)}; the loop calls it at steps 0, every, 2·every, ... on the parameters
 after that many updates, or (a probe that reads gradients) on the gradient of the minibatch
 loss taken from that state, before the update, or (a probe that reads the update) on the change
@@ -23,7 +23,7 @@ from torch import Tensor
 if TYPE_CHECKING:
     from grokverify.analysis.representation import Distance
 
-from grokverify.catalog.probes import (
+from grokverify.claim.probes import (
     EffectiveSpec,
     FourierShareSpec,
     GradNormRatioSpec,
@@ -41,7 +41,6 @@ from grokverify.catalog.probes import (
 )
 from grokverify.engine.batched import BatchedModel, seed_view
 from grokverify.engine.streams import torch_generator
-from grokverify.registry import registrar
 
 
 class Spectra:
@@ -87,11 +86,8 @@ class ProbeContext:
 
 
 ProbeFn = Callable[[BatchedModel, ProbeSpec, ProbeContext], dict[str, Tensor]]
-PROBES: dict[str, ProbeFn] = {}
 _NO_CONTEXT = ProbeContext()
 
-
-probe = registrar(PROBES, "probe")  # @probe("name"): register under its spec's name
 
 
 def _gram_singular_values(w: Tensor) -> Tensor:
@@ -209,7 +205,6 @@ def _grad_norm(model: BatchedModel, role: str) -> Tensor:
     return torch.linalg.vector_norm(grad.double().flatten(1), dim=1)
 
 
-@probe("sigma_max")
 def sigma_max(model: BatchedModel, spec: ProbeSpec,
               ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, SigmaMaxSpec)
@@ -218,7 +213,6 @@ def sigma_max(model: BatchedModel, spec: ProbeSpec,
             for role in spec.of}
 
 
-@probe("grad_norm_ratio")
 def grad_norm_ratio(model: BatchedModel, spec: ProbeSpec,
                     ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, GradNormRatioSpec)
@@ -226,7 +220,6 @@ def grad_norm_ratio(model: BatchedModel, spec: ProbeSpec,
     return {"grad_norm.E": g_e, "grad_norm.W": g_w, "grad_norm_ratio": g_e / g_w}
 
 
-@probe("rank")
 def rank(model: BatchedModel, spec: ProbeSpec,
          ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, RankSpec)
@@ -244,7 +237,6 @@ def rank(model: BatchedModel, spec: ProbeSpec,
     return out
 
 
-@probe("fourier_share")
 def fourier_share(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, FourierShareSpec)
@@ -253,7 +245,6 @@ def fourier_share(model: BatchedModel, spec: ProbeSpec,
                                                 spec.k, spec.exclude_dc)}
 
 
-@probe("update_norm")
 def update_norm(model: BatchedModel, spec: ProbeSpec,
                 ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, UpdateNormSpec)
@@ -312,7 +303,6 @@ def hessian_max_of(model: BatchedModel, names: list[str], a: Tensor, b: Tensor, 
     return out
 
 
-@probe("hessian_max")
 def hessian_max(model: BatchedModel, spec: ProbeSpec,
                 ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, HessianMaxSpec)
@@ -348,7 +338,6 @@ def token_frequency_of(a: Tensor, b: Tensor, p: int, batch: int) -> Tensor:
     return (hit * present).sum(dim=1) / present.sum(dim=1)
 
 
-@probe("token_frequency")
 def token_frequency(model: BatchedModel, spec: ProbeSpec,
                     ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, TokenFrequencySpec)
@@ -442,7 +431,6 @@ def _of_rows_and_split(name: str, model: BatchedModel, ctx: ProbeContext,
                                         *options))
 
 
-@probe("parallelogram")
 def parallelogram(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ParallelogramSpec)
@@ -457,7 +445,6 @@ def nullity_of(masks: np.ndarray, p: int) -> np.ndarray:
     return pg.nullities(p, masks).astype(np.float64)
 
 
-@probe("parallelogram_nullity")
 def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
                           ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ParallelogramNullitySpec)
@@ -467,7 +454,6 @@ def parallelogram_nullity(model: BatchedModel, spec: ProbeSpec,
                    {"n0": n0, "is2": (n0 == 2).astype(np.float64)})
 
 
-@probe("sample_fraction")
 def sample_fraction(model: BatchedModel, spec: ProbeSpec,
                     ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, SampleFractionSpec)
@@ -492,7 +478,6 @@ def impermissible_of(e: np.ndarray, masks: np.ndarray, delta: float,
     return out
 
 
-@probe("impermissible")
 def impermissible(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, ImpermissibleSpec)
@@ -527,7 +512,6 @@ def effective_of(e: np.ndarray, masks: np.ndarray, eta: float, flow_steps: int,
     return out
 
 
-@probe("effective")
 def effective(model: BatchedModel, spec: ProbeSpec,
               ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, EffectiveSpec)
@@ -568,7 +552,6 @@ def pca_of(e: Tensor, p: int) -> dict[str, Tensor]:
     return out
 
 
-@probe("pca")
 def pca(model: BatchedModel, spec: ProbeSpec,
         ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, PCASpec)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from grokverify.catalog.interventions import EVAL_CURVES
+from grokverify.claim.interventions import EVAL_CURVES
 
 
 def _finite_or_none(x: float) -> float | None:

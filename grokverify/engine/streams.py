@@ -1,17 +1,23 @@
-"""Named torch random streams (see grokverify/rng.py): a seed's initialisation and minibatch
-order come from (seed, stream, context) alone, never from what else shares its batch.
-
-Torch streams in use: "init" and "targets" (the model's initial weights and regression
-targets), "order" (minibatch permutations), "sample" (the rows `gradient_sampling` draws from
-its weights; context the task's canonical form, as "order"), "hessian_batch" and "hessian_v"
-(the hessian_max probe's rows and start vectors), "dropout" (a model's training-step masks,
-`Model.step_noise`, one draw a step; context the model's at dropout 0, as "init")."""
+"""Named random streams: every random choice derives from (seed, stream name, key), so a seed's
+split, initialisation and data order never depend on what else runs beside it
+(docs/determinism.md lists the streams and their keys)."""
 
 from __future__ import annotations
 
+import hashlib
+
+import numpy as np
 import torch
 
-from grokverify.rng import stream_seed
+
+def stream_seed(seed: int, stream: str, context: str = "") -> int:
+    """A 63-bit integer that changes with any of seed, stream or context."""
+    digest = hashlib.sha256(f"{seed}|{stream}|{context}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def numpy_rng(seed: int, stream: str, context: str = "") -> np.random.Generator:
+    return np.random.default_rng(stream_seed(seed, stream, context))
 
 
 def torch_generator(seed: int, stream: str, context: str = "") -> torch.Generator:

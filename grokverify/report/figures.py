@@ -30,7 +30,7 @@ from scipy import stats as sps  # noqa: E402
 
 from grokverify.atomic import write_atomic  # noqa: E402
 from grokverify.report.png import palette_png  # noqa: E402
-from grokverify.stats import ArmSample  # noqa: E402
+from grokverify.stats.base import ArmSample  # noqa: E402
 
 Record = dict[str, Any]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grokverify.numbers import format_ci, format_number
 from grokverify.report.escape import block, code, text
 from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
-from grokverify.verdict import format_ci, format_number
 
 
 def _num(x: Any) -> str:
@@ -149,7 +149,7 @@ def _findings(res: dict[str, Any]) -> list[str]:
 
 
 def _family_result(res: dict[str, Any]) -> list[str]:
-    """The family's rule by what it claims (grokverify.family), a row per member, its verdict,
+    """The family's rule by what it claims (grokverify.stats.family), a row per member, its verdict,
     then each member's own result."""
     if res["verdict"] == "FINDING":
         return _findings(res)

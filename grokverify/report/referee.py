@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from grokverify.numbers import format_number
 from grokverify.report.escape import code, text
 from grokverify.report.suite import plan_command, rebuild_command, reproduce_command
-from grokverify.verdict import format_number
 
 
 def _count(values: list[Any]) -> str:

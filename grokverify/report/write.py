@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.atomic import write_atomic
-from grokverify.catalog.metrics import MetricSpec
-from grokverify.catalog.tasks import IMAGE_DATASETS
-from grokverify.datasets import load as load_data
+from grokverify.claim.metrics import MetricSpec
+from grokverify.claim.tasks import IMAGE_DATASETS
+from grokverify.engine.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
-from grokverify.outcome import ClaimRun, RunOptions
 from grokverify.report.figures import FigureData, draw_figures
 from grokverify.report.markdown import render_markdown
 from grokverify.report.provenance import provenance
-from grokverify.samples import seed_value
+from grokverify.run.outcome import ClaimRun, RunOptions
+from grokverify.stats.arms import seed_value
 from grokverify.stats.base import jsonable
 from grokverify.store import code_version
 
@@ -50,7 +50,7 @@ def _device(record: dict[str, Any]) -> str:
 
 
 def _data(run: ClaimRun) -> list[dict[str, Any]]:
-    """The files each image dataset of the run was read from (`grokverify.datasets`): which
+    """The files each image dataset of the run was read from (`grokverify.engine.datasets`): which
     copy a verdict rests on, and whether it is the standard one."""
     out = []
     for name in sorted({n for p in run.plans if (n := p.experiment.task.data_name())}):

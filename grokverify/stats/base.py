@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
-import pydantic
 from scipy import stats as sps
 
-from grokverify.catalog.criteria import CriterionSchema
-from grokverify.catalog.metrics import Kind, MetricSpec
-from grokverify.verdict import Verdict, format_number
+from grokverify.claim.criteria import CriterionSpec
+from grokverify.claim.metrics import Kind
+from grokverify.kinds import CRITERIA
+from grokverify.numbers import format_number
+from grokverify.stats.verdict import Verdict
 
 
 def jsonable(value: Any) -> Any:
@@ -236,34 +237,6 @@ def p_against_words(result: dict[str, Any]) -> str:
             f"boundary of the claimed region (one-sided; each decides at {alpha:.4g})")
 
 
-@dataclass(frozen=True)
-class Criterion:
-    """A named, parameterised statistical test that yields a verdict for a claim: its schema
-    (`grokverify.catalog.criteria`: params, arms, accepted metric kinds, further metrics) and
-    its ``run``.
-
-    ``metrics_of`` (optional) gives the further per-seed metrics the criterion reads (e.g.
-    ``correlation``'s ``[x, y]``); the pipeline puts each into ``ArmSample.extra[label]`` (with
-    ``"<label>.observed"``). A label missing from ``extra`` is read from ``ArmSample.values``,
-    which is right only when it is the claim's own ``metric``. None: the claim's metric only.
-
-    ``information`` maps seeds per arm to the statistic's information (1 / its variance, up to a
-    constant) and sets the information fractions of sequential looks: n by default; a
-    criterion whose se is not proportional to 1 / sqrt(n) says so (``correlation``: n - 3).
-    """
-
-    name: str
-    params_model: type[pydantic.BaseModel]
-    run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult]
-    arms_of: Callable[[pydantic.BaseModel], list[str]]
-    metrics_of: Callable[[pydantic.BaseModel], list[MetricSpec]] | None = None
-    kinds_of: Callable[[pydantic.BaseModel], tuple[Kind, ...]] = lambda params: ("time",)
-    information: Callable[[int], float] = float
-
-    @classmethod
-    def of(cls, schema: CriterionSchema,
-           run: Callable[[pydantic.BaseModel, dict[str, ArmSample]], CriterionResult],
-           information: Callable[[int], float] = float) -> Criterion:
-        """The criterion of a catalog schema with its statistics."""
-        return cls(schema.name, schema.params_model, run, schema.arms_of, schema.metrics_of,
-                   schema.kinds_of, information)
+def judge(params: CriterionSpec, arms: dict[str, ArmSample]) -> CriterionResult:
+    """The registered criterion's statistics applied to the arms' samples."""
+    return CRITERIA.of(params)(params, arms)

@@ -33,8 +33,8 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import ndtr, ndtri
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import CensoredPolicy, Statistic
+from grokverify.claim.criteria import CensoredPolicy, Statistic
+from grokverify.stats import verdict as verdict_rules
 from grokverify.stats.base import ArmSample, ArmSummary, CriterionResult, Verdict
 
 IQM_CUT = 0.25  # rliable's interquartile mean: scipy.stats.trim_mean(x, 0.25)

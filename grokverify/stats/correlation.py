@@ -38,24 +38,22 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats as sps
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
+from grokverify.claim.criteria import (
     ANY_KIND,
-    CRITERION_SPECS,
+    MIN_PAIRS,
     CorrelationParams,
     expect_params,
 )
+from grokverify.stats import verdict as verdict_rules
 from grokverify.stats.base import (
     OBSERVED_SUFFIX,
     ArmSample,
-    Criterion,
     CriterionResult,
     wald_p,
 )
 from grokverify.stats.common import NOT_CENSORED, Frame, arm_row, excluded_words, require_arms
 
 NAME = "correlation"
-MIN_PAIRS = 4
 
 
 def fisher_ci(r: float, n: int, ci_level: float, method: str) -> tuple[float, float]:
@@ -78,14 +76,6 @@ def _fisher_z(r: float, n: int, method: str) -> tuple[float, float]:
     if method == "pearson" and math.isfinite(z):
         z -= r / (2 * (n - 1))
     return z, se
-
-
-def information(n: int) -> float:
-    """Statistical information of a Fisher-z statistic from n pairs, 1 / se^2 = n - 3, which
-    sets the looks' information fractions in sequential seeding. Looks with fewer than
-    ``MIN_PAIRS`` pairs cannot decide (no CI); they get a small positive share below that of 4
-    pairs so that the fractions still increase."""
-    return float(n - 3) if n >= MIN_PAIRS else n / (2.0 * MIN_PAIRS)
 
 
 def _metric(arm: ArmSample, name: str, fallback: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -165,4 +155,3 @@ def _censoring_words(policy: str, times: list[str]) -> str:
             "under a common budget); no lower-bound rule")
 
 
-CORRELATION = Criterion.of(CRITERION_SPECS[NAME], run_correlation, information)

@@ -24,16 +24,15 @@ from scipy import stats as sps
 from statsmodels.duration.hazard_regression import PHReg
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
-    CRITERION_SPECS,
+from grokverify.claim.criteria import (
     TIME_ONLY,
     CoxHazardRatioParams,
     boundary_words,
     effect_words,
     expect_params,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult, wald_p
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, CriterionResult, wald_p
 from grokverify.stats.common import Frame, arm_row, require_arms, too_few_seeds
 from grokverify.stats.survival import km_columns, logrank
 
@@ -115,4 +114,3 @@ def run_cox(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     return result
 
 
-COX_HAZARD_RATIO = Criterion.of(CRITERION_SPECS[NAME], run_cox)

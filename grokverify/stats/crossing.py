@@ -27,7 +27,7 @@ same for every seed of a train_frac arm); the arms must keep the declared order,
 whose x coincide (two nominal fractions that round to one training-set size) are pooled into
 one point, their seeds resampled together.
 
-Verdict: `grokverify.verdict.decide_interval` against ``region`` (both ends included); with no
+Verdict: `grokverify.stats.verdict.decide_interval` against ``region`` (both ends included); with no
 region (an open question) the crossing and its CI are a FINDING and nothing is judged. The
 one-sided p's against the region invert the same order statistics: p = (c + 1) / (B + 1), c the
 resamples on the wrong side of an end (p_support: the larger of those below low and those
@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import CRITERION_SPECS, CrossingParams, expect_params
-from grokverify.stats.base import P_TOL, ArmSample, Criterion, CriterionResult
+from grokverify.claim.criteria import CrossingParams, expect_params
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import P_TOL, ArmSample, CriterionResult
 from grokverify.stats.common import Frame, arm_row, require_arms, too_few_seeds
 
 NAME = "crossing"
@@ -132,7 +132,7 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     """The interpolated crossing of the arm means, its percentile-bootstrap CI over seeds,
     and the verdict against the claimed region."""
     p = expect_params(params, CrossingParams)
-    data = require_arms(NAME, p.arms, arms, ("value",))
+    data = require_arms(NAME, p.arms(), arms, ("value",))
     xs, bad_x = _arm_xs(p, data)
     low, high = (float(p.region[0]), float(p.region[1])) if p.region else (math.nan, math.nan)
     rising = p.direction == "rising"
@@ -143,7 +143,7 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
                   "resampled within each arm (no test)", low, region_words, p.ci_level,
                   {"censoring": CENSORING, "level": p.level, "direction": p.direction,
                    "region": [low, high] if p.region else None,
-                   "points": dict(zip(p.arms, p.xs, strict=True)),
+                   "points": dict(zip(p.arms(), p.xs, strict=True)),
                    "x": "declared" if p.x is None else f"arm mean of {p.x.label()}",
                    "alpha": alpha, "alpha_one_sided": alpha / 2,
                    "monotonicity": f"assumed: the arm means {p.direction.replace('ing', 'e')} "
@@ -211,4 +211,3 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
     return result
 
 
-CROSSING = Criterion.of(CRITERION_SPECS[NAME], run_crossing)

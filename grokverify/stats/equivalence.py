@@ -21,7 +21,7 @@ at the CI's level SUPPORTED <=> p_support <= alpha and REFUTED <=> p_refute < al
 
 The CI is at level ``1 - 2 alpha`` (the TOST convention: the TOST rejects at alpha exactly when
 this CI lies inside the margins); the verdict comes from that CI by
-`grokverify.verdict.decide_interval`.
+`grokverify.stats.verdict.decide_interval`.
 """
 
 from __future__ import annotations
@@ -35,15 +35,13 @@ from pydantic import BaseModel
 from scipy import stats as sps
 from statsmodels.stats.weightstats import CompareMeans, DescrStatsW, ttost_ind
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
+from grokverify.claim.criteria import (
     ANY_KIND,
-    CRITERION_SPECS,
     EquivalenceParams,
-    equivalence_arms,
     expect_params,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict
 from grokverify.stats.common import (
     Frame,
     Pairing,
@@ -140,7 +138,7 @@ def _one_sided(est: float, se: float, df: float, low: float, upp: float) -> dict
 def run_equivalence(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """TOST: the (1 - 2 alpha) CI within the margins supports, wholly outside refutes."""
     p = expect_params(params, EquivalenceParams)
-    data = require_arms(NAME, equivalence_arms(p), arms, ANY_KIND)
+    data = require_arms(NAME, p.arms(), arms, ANY_KIND)
     low, upp = p.region
     fmt = verdict_rules.format_number
     pairing = pair_arms(data[0], data[1], p.paired) if len(data) == 2 else None
@@ -203,4 +201,3 @@ def _at_risk(p: EquivalenceParams, data: list[ArmSample], verdict: Verdict,
     return [a for a in candidates if not determined(a.values, a.observed, "mean")]
 
 
-EQUIVALENCE = Criterion.of(CRITERION_SPECS[NAME], run_equivalence)

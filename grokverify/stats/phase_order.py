@@ -18,10 +18,10 @@ import numpy as np
 from pydantic import BaseModel
 from scipy.special import ndtr, ndtri
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import CRITERION_SPECS, PhaseOrderParams, expect_params
-from grokverify.catalog.metrics import PHASES
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult
+from grokverify.claim.criteria import PhaseOrderParams, expect_params
+from grokverify.claim.metrics import PHASES
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, CriterionResult
 from grokverify.stats.common import Frame, arm_row, require_arms
 
 NAME = "phase_order"
@@ -100,7 +100,7 @@ def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     """γ of the phases against x within each y, its bootstrap CI over seed ids, the map, and
     the verdict."""
     p = expect_params(params, PhaseOrderParams)
-    data = require_arms(NAME, p.arms, arms, ("value",))
+    data = require_arms(NAME, p.arms(), arms, ("value",))
     fmt = verdict_rules.format_number
     order = "comprehension < grokking < memorization" if p.direction == "rising" else (
         "memorization < grokking < comprehension")
@@ -157,4 +157,3 @@ def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     return frame.result(estimate, ci, None, verdict, reason, rows, details)
 
 
-PHASE_ORDER = Criterion.of(CRITERION_SPECS[NAME], run_phase_order)

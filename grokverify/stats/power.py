@@ -47,7 +47,8 @@ import pydantic
 from scipy import optimize
 from scipy import stats as sps
 
-from grokverify.stats.base import ArmSample, Verdict
+from grokverify.claim.criteria import CriterionSpec
+from grokverify.stats.base import ArmSample, Verdict, judge
 from grokverify.stats.common import Pairing, pair_arms
 from grokverify.stats.simulate import (
     censored_lognormal,
@@ -141,7 +142,7 @@ def _budget_of(pilot: dict[str, ArmSample]) -> float:
     return float(max(c.max() for c in cens)) if cens else math.inf
 
 
-def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
+def plan_seeds(params: CriterionSpec,
                pilot: dict[str, ArmSample] | None = None, effect: float | None = None,
                candidates: Sequence[int] = (4, 8, 12, 16, 20), target_power: float = 0.8,
                n_sim: int = 200, seed: int = 0, *, sigma: float | None = None,
@@ -156,9 +157,6 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
     override what is taken from the pilot or the defaults; `correlation` is the within-seed
     correlation of log times for a paired criterion. Without ``effect``: resample the pilot's
     seeds per arm, or whole seed pairs for a paired criterion (method (a))."""
-    from grokverify.stats import criterion_for  # lazy: the registry may one day import this
-
-    criterion = criterion_for(criterion_name, params)
     sizes = [int(n) for n in candidates]
     if not sizes or min(sizes) < 1:
         raise ValueError("candidates must be positive seed counts")
@@ -166,7 +164,7 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
         raise ValueError("target_power must be in (0, 1)")
     if n_sim < 1:
         raise ValueError("n_sim must be >= 1")
-    arm_names = criterion.arms_of(params)
+    arm_names = params.arms()
     paired = is_paired(params, arm_names)
     pairing = _pilot_pairing(pilot, arm_names) if paired else None
     if effect is not None:
@@ -175,7 +173,7 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
         if paired and correlation is None:
             correlation = (pearson_for_spearman(pairing.correlation) if pairing is not None
                            and math.isfinite(pairing.correlation) else 0.0)
-        draw, assumptions = _declared_effect(criterion_name, arm_names, pilot, float(effect),
+        draw, assumptions = _declared_effect(params.name, arm_names, pilot, float(effect),
                                              sigma, baseline_median, budget, eval_interval,
                                              correlation if paired else None)
         method = "declared_effect"
@@ -197,13 +195,13 @@ def plan_seeds(criterion_name: str, params: pydantic.BaseModel,
         hits = 0
         for i in range(n_sim):
             arms = {name: batch[i] for name, batch in batches.items()}
-            res = criterion.run(_vary_seed(params, int(boot_seeds[i])), arms)
+            res = judge(_vary_seed(params, int(boot_seeds[i])), arms)
             hits += res.verdict == Verdict.SUPPORTED
         p = hits / n_sim
         power.append(p)
         se.append(math.sqrt(p * (1 - p) / n_sim))
     recommended = next((n for n, p in zip(sizes, power, strict=True) if p >= target_power), None)
-    plan = PowerPlan(criterion_name, method, sizes, power, se, float(target_power), int(n_sim),
+    plan = PowerPlan(params.name, method, sizes, power, se, float(target_power), int(n_sim),
                      int(seed), recommended, assumptions)
     plan.explanation = _explain(plan)
     return plan

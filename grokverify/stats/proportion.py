@@ -5,13 +5,14 @@ not), ``value_below`` (value <= cut) or ``value_above`` (value >= cut). A censor
 value is *above* its censoring value c, so it counts as a failure of ``value_below`` when
 c >= cut and as a success of ``value_above`` when c >= cut; when c < cut its outcome is unknown
 and the seed is left out of the count (reported as ``undetermined``). A value metric (never
-censored) takes the cuts only: ``observed`` needs a time metric (`proportion_kinds`).
+censored) takes the cuts only: ``observed`` needs a time metric (`ProportionParams.kinds`).
 
 CI: Clopper-Pearson (``method: beta``, the default) or Wilson score (``method: wilson``) from
 statsmodels ``proportion_confint``;
 p: exact binomial test (scipy ``binomtest``) of the share against ``threshold`` in the claimed
 direction (informative; it is against θ, not a test of no effect). The verdict comes from the CI
-by `grokverify.verdict.decide`. ``p_support``/``p_refute`` invert the same interval, so they give
+by `grokverify.stats.verdict.decide`. ``p_support``/``p_refute`` invert the same interval, so they
+give
 its verdict exactly: for Clopper-Pearson the exact binomial tails ``P(X >= k | θ)`` and
 ``P(X <= k | θ)``, for Wilson the score test ``z = (k/n - θ) / sqrt(θ (1 - θ) / n)``. A claimed
 region that is all of [0, 1] (``greater`` with θ 0, ``less`` with θ 1) is always supported.
@@ -27,14 +28,12 @@ from pydantic import BaseModel
 from scipy.stats import binom, binomtest, norm
 from statsmodels.stats.proportion import proportion_confint
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
-    CRITERION_SPECS,
+from grokverify.claim.criteria import (
     ProportionParams,
     expect_params,
-    proportion_kinds,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Region
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, CriterionResult, Region
 from grokverify.stats.common import NOT_CENSORED, Frame, arm_row, require_arms
 
 NAME = "proportion"
@@ -62,7 +61,7 @@ def _outcome_words(p: ProportionParams) -> str:
 def run_proportion(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Share of seeds with the outcome, its Wilson/Clopper-Pearson CI and an exact binomial p."""
     p = expect_params(params, ProportionParams)
-    (arm,) = require_arms(NAME, [p.arm], arms, proportion_kinds(p))
+    (arm,) = require_arms(NAME, [p.arm], arms, p.kinds())
     success, known = outcomes(arm, p)
     k, n = int(success[known].sum()), int(known.sum())
     undetermined = int(arm.n - n)
@@ -137,4 +136,3 @@ def _censoring_words(p: ProportionParams, arm: ArmSample) -> str:
             "undetermined and counted")
 
 
-PROPORTION = Criterion.of(CRITERION_SPECS[NAME], run_proportion)

@@ -32,10 +32,8 @@ from pydantic import BaseModel
 from scipy.stats import binom, norm
 from statsmodels.duration.survfunc import SurvfuncRight
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
+from grokverify.claim.criteria import (
     ANY_KIND,
-    CRITERION_SPECS,
     ScalarCompareParams,
     Statistic,
     ValueParams,
@@ -43,7 +41,8 @@ from grokverify.catalog.criteria import (
     effect_words,
     expect_params,
 )
-from grokverify.stats.base import ArmSample, Criterion, CriterionResult, Verdict
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict
 from grokverify.stats.common import (
     STATISTIC_WORDS,
     STATISTICS,
@@ -259,7 +258,6 @@ def not_positive_pairs(pairing: Pairing) -> str | None:
     return f"{who}, and a per-seed ratio compares logs (use effect: difference)"
 
 
-SCALAR_COMPARE = Criterion.of(CRITERION_SPECS[SCALAR], run_scalar_compare)
 
 
 # ---------------------------------------------------------------- value
@@ -525,4 +523,3 @@ def _sign_test_sides(xs: np.ndarray, b: float) -> Sides:
                  lt=float(cdf(n - below)))
 
 
-VALUE_CRITERION = Criterion.of(CRITERION_SPECS[VALUE], run_value)

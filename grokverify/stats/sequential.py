@@ -62,7 +62,8 @@ import pydantic
 from scipy import optimize, special
 from scipy import stats as sps
 
-from grokverify.stats.base import ArmSample, CriterionResult, Verdict
+from grokverify.claim.criteria import CriterionSpec
+from grokverify.stats.base import ArmSample, CriterionResult, Verdict, judge
 
 SpendingKind = Literal["obrien_fleming", "pocock"]
 SPENDING_KINDS: tuple[str, ...] = ("obrien_fleming", "pocock")
@@ -384,7 +385,7 @@ def at_level(params: pydantic.BaseModel, ci_level: float) -> pydantic.BaseModel:
     return out
 
 
-def run_sequential(criterion_name: str, params: pydantic.BaseModel,
+def run_sequential(params: CriterionSpec,
                    draw_arms: Callable[[int], dict[str, ArmSample]],
                    looks: Sequence[int], alpha: float | None = None,
                    kind: SpendingKind = "obrien_fleming") -> SequentialOutcome:
@@ -395,15 +396,12 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
     ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
     ``kind`` the spending function. Information fractions from the criterion's
     `Criterion.information` (n_k / n_max for most)."""
-    from grokverify.stats import criterion_for  # lazy: the registry may one day import this
-
-    criterion = criterion_for(criterion_name, params)
     total = own_alpha(params) if alpha is None else float(alpha)
-    design = Rounds.with_spending([int(n) for n in looks], total, kind, criterion.information)
+    design = Rounds.with_spending([int(n) for n in looks], total, kind, params.information)
     rounds: list[Round] = []
     result: CriterionResult | None = None
     while (look := design.next_look()) is not None:
-        result = criterion.run(design.params_at(params, look), draw_arms(look.n))
+        result = judge(design.params_at(params, look), draw_arms(look.n))
         design.record(result.verdict)
         rounds.append(Round(look.n, look.information_fraction, float(look.ci_level or 0.0),
                             float(result.estimate), (float(result.ci[0]), float(result.ci[1])),
@@ -423,6 +421,6 @@ def run_sequential(criterion_name: str, params: pydantic.BaseModel,
         "stopped_at": final.n,
         "stopped_early": len(rounds) < len(sizes),
     }
-    return SequentialOutcome(criterion_name, kind, total, sizes,
+    return SequentialOutcome(params.name, kind, total, sizes,
                              [float(k.nominal_alpha or 0.0) for k in design.looks], rounds,
                              result, schedule)

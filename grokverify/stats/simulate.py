@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
-from grokverify.catalog.metrics import Kind
+from grokverify.claim.metrics import Kind
 from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample
 from grokverify.stats.common import take_seeds as take_seeds  # re-exported for callers
 

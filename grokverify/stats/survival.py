@@ -33,9 +33,7 @@ import numpy as np
 from pydantic import BaseModel
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
-from grokverify import verdict as verdict_rules
-from grokverify.catalog.criteria import (
-    CRITERION_SPECS,
+from grokverify.claim.criteria import (
     TIME_ONLY,
     Effect,
     SurvivalCompareParams,
@@ -43,7 +41,8 @@ from grokverify.catalog.criteria import (
     effect_words,
     expect_params,
 )
-from grokverify.stats.base import ArmSample, ArmSummary, Criterion, CriterionResult
+from grokverify.stats import verdict as verdict_rules
+from grokverify.stats.base import ArmSample, ArmSummary, CriterionResult
 from grokverify.stats.common import (
     EXPANDED_LEVEL_RULE,
     Frame,
@@ -58,7 +57,7 @@ from grokverify.stats.common import (
     require_arms,
     with_analysis,
 )
-from grokverify.verdict import Verdict
+from grokverify.stats.verdict import Verdict
 
 NAME = "survival_compare"
 CENSORING = "seeds that never reach the threshold are right-censored at their budget"
@@ -573,4 +572,3 @@ def _no_usable_seeds(frame: Frame, base: ArmSample, treat: ArmSample,
     return result
 
 
-SURVIVAL_COMPARE = Criterion.of(CRITERION_SPECS[NAME], run_survival_compare)

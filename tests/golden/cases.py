@@ -7,9 +7,9 @@ import hashlib
 import json
 from typing import Any
 
+from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine import numerics
 from grokverify.engine.version import RESULTS_VERSION
-from grokverify.spec import ExperimentSpec
 from grokverify.store import torch_version
 
 TASK = {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3}

@@ -1,0 +1,72 @@
+"""The base of every spec model, and the field types they share: unknown keys are errors, never
+silently ignored, and a number or a name is what it says it is (bounds:
+`grokverify.claim.limits`)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Collection
+from typing import Annotated
+
+from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict
+
+from grokverify.claim.limits import (
+    ID_MAX,
+    ID_PATTERN,
+    ID_WORDS,
+    MAX_RNG_SEED,
+    NAME_MAX,
+    NAME_PATTERN,
+    NAME_WORDS,
+)
+
+# An integer written as one: YAML's true/false or 3.0 are refused, not read as 1 or 3.
+Int = Annotated[int, Strict()]
+# A finite number written as one: an integer is taken (lr: 1), YAML's yes/on/true and a quoted
+# "0.1" are refused (not read as 1.0 and 0.1), and so are .inf, .nan and 1e400 (which YAML reads
+# as infinite): a non-finite setting trains, then breaks the store's JSON or the statistics.
+Float = Annotated[float, Strict(), AllowInfNan(False)]
+# A seed of a random generator given in a claim (numpy's and torch's take 0 .. 2³² - 1 alike).
+RngSeed = Annotated[Int, Field(ge=0, le=MAX_RNG_SEED)]
+
+
+def _name_check(pattern: re.Pattern[str], words: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"expected {words}")
+        return value
+    return AfterValidator(check)
+
+
+# A claim id (store keys, report folders and file names are made of it).
+Id = Annotated[str, _name_check(ID_PATTERN, ID_WORDS),
+               Field(json_schema_extra={"pattern": f"^{ID_PATTERN.pattern}$", "maxLength": ID_MAX})]
+# An arm, scale or family member name (report tables and headings are made of it).
+Name = Annotated[str, _name_check(NAME_PATTERN, NAME_WORDS),
+                 Field(json_schema_extra={"pattern": f"^{NAME_PATTERN.pattern}$",
+                                          "maxLength": NAME_MAX})]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def canonical(self) -> str:
+        """Stable JSON of every field, defaults included: the basis of content hashes."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def kind_of(value: object) -> str:
+    """What a YAML value is, with its article, for refusals: "a mapping", "an int", "null"."""
+    word = {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__)
+    return word if word == "null" else f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def known(value: str, registry: Collection[str], what: str) -> str:
+    if value not in registry:
+        hint = difflib.get_close_matches(value, list(registry), n=1)
+        did = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ValueError(f"unknown {what} {value!r}{did}; known: {', '.join(sorted(registry))}")
+    return value

@@ -1,0 +1,1 @@
+"""Running claims: trials and their store keys, planning, executors, the pipeline."""
