@@ -129,12 +129,16 @@ def weibull_median_ratio_for_hr(hazard_ratio: float, shape: float) -> float:
 # ---------------------------------------------------------------- arms
 
 
-def make_arm(name: str, values: np.ndarray, observed: np.ndarray | None = None,
-             extra: dict[str, np.ndarray] | None = None, kind: Kind = "time") -> ArmSample:
-    """An ArmSample with seeds 0..n-1 (observed defaults to all True)."""
+def make_arm(name: str, values: np.ndarray | Sequence[float],
+             observed: np.ndarray | Sequence[bool] | None = None,
+             extra: dict[str, np.ndarray] | None = None, kind: Kind = "time",
+             seeds: Sequence[int] | None = None,
+             excluded: dict[str, int] | None = None) -> ArmSample:
+    """An ArmSample (seeds 0..n-1 unless given; observed defaults to all True)."""
     v = np.asarray(values, dtype=float)
     obs = np.ones(v.shape, dtype=bool) if observed is None else np.asarray(observed, dtype=bool)
-    return ArmSample(name, v, obs, tuple(range(v.size)), extra=dict(extra or {}), kind=kind)
+    return ArmSample(name, v, obs, tuple(range(v.size)) if seeds is None else tuple(seeds),
+                     excluded=dict(excluded or {}), extra=dict(extra or {}), kind=kind)
 
 
 def first_seeds(arms: dict[str, ArmSample], n: int) -> dict[str, ArmSample]:
