@@ -1,4 +1,4 @@
-"""Re-create, one at a time, the faults issue 14 lists ("Why") and check that the CI suite
+"""Re-create, one at a time, the faults listed in FAULTS below and check that the CI suite
 catches each: at least one test that ``.ci/run`` runs (no ``--slow``) must fail.
 
 Each fault is a small source edit (an exact string replaced, which must occur exactly once, so
@@ -43,49 +43,52 @@ FAULTS: tuple[Fault, ...] = (
     Fault("threshold_strict", "a training threshold reached only when strictly exceeded",
           "grokverify/engine/record.py",
           "train_acc >= self.train_threshold", "train_acc > self.train_threshold",
-          ("tests/test_oracles.py", "tests/test_train.py", "tests/test_golden.py")),
+          ("tests/test_engine_record.py", "tests/test_engine_loop.py",
+           "tests/test_engine_golden.py")),
     Fault("no_final_eval", "no final evaluation at the budget when steps is not a multiple of "
           "eval_interval", "grokverify/engine/loop.py",
           "if step % tr.eval_interval == 0 or step == tr.steps:",
           "if step % tr.eval_interval == 0:",
-          ("tests/test_train.py", "tests/test_golden.py", "tests/test_pipeline.py")),
+          ("tests/test_engine_loop.py", "tests/test_engine_golden.py",
+           "tests/test_run_pipeline.py")),
     Fault("order_is_init_stream", "the minibatch-order random stream colliding with the "
           "initialisation stream", "grokverify/engine/data.py",
           'torch_generator(s, "order", context)', 'torch_generator(s, "init", context)',
-          ("tests/test_streams.py", "tests/test_golden.py")),
+          ("tests/test_engine_streams.py", "tests/test_engine_golden.py")),
     Fault("key_without_version", "the code (results) version left out of the store key",
           "grokverify/store.py",
           'return {"results_version": RESULTS_VERSION, "torch": torch_version(),',
           'return {"torch": torch_version(),',
-          ("tests/test_store_key.py", "tests/test_store_integrity.py")),
+          ("tests/test_store_keys.py", "tests/test_store_verify.py")),
     Fault("foreign_lock_taken", "another host's live lock taken over at once",
           "grokverify/store.py",
           "    except (ValueError, AttributeError, TypeError):\n        return True\n"
           "    return time.time() - lock.mtime > STALE_AFTER_S",
           "    except (ValueError, AttributeError, TypeError):\n        return True\n"
           "    return True",
-          ("tests/test_oracles.py", "tests/test_store_integrity.py")),
+          ("tests/test_store_locks.py",)),
     Fault("exclude_ignored", "on_diverged: exclude ignored", "grokverify/stats/arms.py",
           'result["summary"]["diverged"] and metric.on_diverged == "exclude"',
           'result["summary"]["diverged"] and False',
-          ("tests/test_metrics.py", "tests/test_value_metrics.py", "tests/test_pipeline.py")),
+          ("tests/test_stats_metrics.py", "tests/test_stats_value_metrics.py",
+           "tests/test_run_pipeline.py")),
     Fault("lag_without_fit_step", "grokking_lag not subtracting the fit step",
           "grokverify/stats/metrics.py",
           'max(s["val_step"] - s["train_step"], 0)', 'max(s["val_step"], 0)',
-          ("tests/test_metrics.py", "tests/test_value_metrics.py")),
+          ("tests/test_stats_metrics.py", "tests/test_stats_value_metrics.py")),
     Fault("sequential_ignores_refuted", "a sequential run that does not stop on REFUTED",
           "grokverify/stats/sequential.py",
           "DECIDED = (Verdict.SUPPORTED, Verdict.REFUTED)", "DECIDED = (Verdict.SUPPORTED,)",
-          ("tests/test_sequential.py", "tests/test_sequential_run.py")),
+          ("tests/test_stats_sequential.py", "tests/test_run_sequential.py")),
     Fault("family_refuted_inclusive", "the family REFUTED boundary made inclusive",
           "grokverify/stats/base.py",
           "p_refute < alpha * (1 - P_TOL)", "p_refute <= alpha * (1 + P_TOL)",
-          ("tests/test_family.py", "tests/test_p_against_theta.py")),
+          ("tests/test_stats_family.py", "tests/test_stats_p_against_theta.py")),
     Fault("survival_ci_90_as_95", "a survival CI computed at 90% but labelled 95%",
           "grokverify/stats/survival.py",
           "b, t, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level,",
           "b, t, p.effect, p.n_boot, p.bootstrap_seed, p.ci_level - 0.05,",
-          ("tests/test_calibration.py",)),
+          ("tests/test_stats_calibration.py",)),
 )
 
 

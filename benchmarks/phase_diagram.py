@@ -1,5 +1,5 @@
 """A 10 × 10 phase diagram of paper 2's toy, 4 seeds a cell, 10,000 full-batch steps each
-(issue 16's speed target: <= 15 minutes on the 2-core CPU; the official code's Fig. 5a-style
+(target: <= 15 minutes on the 2-core CPU; the official code's Fig. 5a-style
 grid takes ~30 minutes on 8 CPUs), against the peer-style per-run loop, in one run.
 
     python benchmarks/phase_diagram.py            # ~10-15 minutes on 2 cores (quiet machine)

@@ -91,7 +91,10 @@ def _parser() -> argparse.ArgumentParser:
                                              "(or holding claim folders with result.json)")
     diff.add_argument("new", type=Path, help="the same, for the later suite")
 
-    sub.add_parser("schema", help="print the JSON Schema of a claim file")
+    schema = sub.add_parser("schema", help="print the schema of a claim file")
+    schema.add_argument("--format", choices=["json", "markdown"], default="json",
+                        help="json (default): JSON Schema; markdown: the field reference "
+                             "(docs/claims.md)")
 
     plan = sub.add_parser("plan", help="seeds needed for a target power (pilot or effect)")
     plan.add_argument("claim", type=Path)
@@ -510,7 +513,12 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
     from grokverify.claim.schema import Claim
 
-    print(json.dumps(Claim.model_json_schema(), indent=2))
+    if args.format == "markdown":
+        from grokverify.report.fields import markdown
+
+        print(markdown(), end="")
+    else:
+        print(json.dumps(Claim.model_json_schema(), indent=2))
     return EXIT_OK
 
 

@@ -1,19 +1,7 @@
-"""Content-addressed result store: one JSON record per (resolved experiment, seed, results
-version, torch version, device type, numerics), each carrying a digest of its own content.
+"""Content-addressed result store: one JSON record per seed, keyed by what determines its
+result, carrying a digest of its own content that every read checks; locks per key; `verify`.
 
-A record's key hashes what determines a seed's result (docs/store.md): the resolved experiment
-(task, model, optimizer, training, probes, interventions), the seed, the engine's declared
-results version (bumped whenever training's results change; a golden test guards it), the torch
-version, the device type and the numerics tag (the pinned CPU kernels, or the host's own). So a
-record is reused exactly when rerunning would reproduce it, and a refactor or a comment in the
-engine does not re-key the store. Records are written to a temporary file in the same directory
-and renamed into place, so a reader never sees half a record.
-
-The key says nothing about the result, so each record also carries a digest of its whole content
-(result included), checked on every read: a record that fails (edited, truncated, unreadable, no
-digest) reads as absent, so a run retrains it instead of reusing it, and the store remembers it in
-`Store.damaged` so the run can say so. Every write appends a line to `log.jsonl`, against which
-`verify` cross-checks the records (docs/store.md, "Integrity and threat model").
+Key policy, record fields, integrity model and locks: docs/store.md.
 """
 
 from __future__ import annotations
@@ -50,15 +38,14 @@ _SHARD_NAME = re.compile(r"[0-9a-f]{2}")
 
 @cache
 def torch_version() -> str:
-    """The installed torch's release (CPU and CUDA builds of one release share records only
-    through the device type, which is keyed separately)."""
+    """The installed torch's release, without its build suffix (the device type is keyed
+    separately)."""
     return metadata.version("torch").split("+")[0]
 
 
 @cache
 def code_version() -> str:
-    """A hash of the engine's source files: provenance only (which code wrote a record), not
-    part of the key."""
+    """A hash of the engine's source files: provenance only, not part of the key."""
     h = hashlib.sha256()
     for path in sorted(_ENGINE.glob("*.py")):
         h.update(path.name.encode())
@@ -67,16 +54,15 @@ def code_version() -> str:
 
 
 def environment(device_type: str) -> dict[str, str]:
-    """The part of a record's key that is the process, not the experiment: the engine's results
-    version, the torch release, the device type, the numerics. A worker must have the driver's
-    (`grokverify.run.execute.run_trial` checks before it trains)."""
+    """The part of a record's key that is the process, not the experiment. A worker must have
+    the driver's (`grokverify.run.execute.run_trial` checks before it trains)."""
     return {"results_version": RESULTS_VERSION, "torch": torch_version(),
             "device": device_type, "numerics": numerics.tag(device_type)}
 
 
 def process_part(exp: ExperimentSpec, device_type: str) -> dict[str, str]:
-    """`environment`, and for a task read from files the digest of what was read
-    (`grokverify.engine.datasets`): records made from two copies of a dataset never share a key."""
+    """`environment`, plus the digest of a file-read task's data, so records made from two
+    copies of a dataset never share a key."""
     name = exp.task.data_name()
     data = {"data": load_data(name).digest} if name is not None else {}
     return {**environment(device_type), **data}
@@ -97,15 +83,15 @@ def record_key(exp: ExperimentSpec, seed: int, device_type: str) -> str:
 
 def record_keys(exp: ExperimentSpec, seeds: tuple[int, ...] | list[int],
                 device_type: str) -> tuple[str, ...]:
-    """`record_key` of each seed, the experiment's canonical JSON and process part computed
-    once (planning a 15,600-seed claim spent most of its time recomputing them per seed)."""
+    """`record_key` of each seed, the canonical JSON and process part computed once: per
+    seed they would dominate planning a claim of thousands of seeds."""
     inputs = key_inputs(exp, 0, device_type)
     return tuple(hash_key({**inputs, "seed": int(s)}) for s in seeds)
 
 
 def content_digest(record: dict[str, Any]) -> str:
-    """The digest a record carries: SHA-256 of its canonical JSON without the digest field (as
-    parsed from disk, so writer and reader hash the same thing)."""
+    """SHA-256 of the record's sorted compact JSON without its digest field, hashed as parsed
+    from disk so that writer and reader hash the same thing."""
     body = {k: v for k, v in record.items() if k != "digest"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
@@ -127,8 +113,8 @@ def _pid_alive(pid: int) -> bool:
 
 @dataclass(frozen=True)
 class _Lock:
-    """One lock file as read through one open file: which file (inode) and what it held (None
-    when unreadable), so a takeover can tell the lock it judged from a successor's."""
+    """One lock file as read through one open file (body None when unreadable): inode and
+    body tell the lock a takeover judged from a successor's."""
 
     inode: int
     mtime: float
@@ -136,7 +122,7 @@ class _Lock:
 
 
 def _read_lock(path: Path) -> _Lock | None:
-    """The lock at `path` (inode and body from one open file), or None when there is none."""
+    """The lock at `path`, or None when there is none."""
     try:
         try:
             with path.open("rb") as fh:
@@ -150,17 +136,14 @@ def _read_lock(path: Path) -> _Lock | None:
 
 
 def _judge_stale(lock: _Lock) -> bool:
-    """A lock left by a dead process on this host (a crash, a SIGKILL) is stale; one from another
-    host, one we cannot read, or one naming no usable pid is honoured until it is STALE_AFTER_S
-    old. A lock that is not JSON was half written by an older grokverify whose writer died (locks
-    are now created whole)."""
+    """Stale: a dead pid of this host, or not JSON (locks are created whole). Another host's,
+    an unreadable one or one naming no usable pid is honoured until STALE_AFTER_S old."""
     if lock.body is None:
         return time.time() - lock.mtime > STALE_AFTER_S
     try:
         owner = json.loads(lock.body)
         pid = owner.get("pid")
-        # a pid <= 0 (or none) names no one process: os.kill(0 or -1, 0) would ask about a
-        # whole group and always answer "alive", so such a lock is judged by its age
+        # os.kill(0 or -1, 0) asks about a whole group and always answers "alive"
         if owner.get("host") == platform.node() and isinstance(pid, int) and pid > 0:
             return not _pid_alive(pid)
     except (ValueError, AttributeError, TypeError):
@@ -170,6 +153,8 @@ def _judge_stale(lock: _Lock) -> bool:
 
 @dataclass(frozen=True)
 class Store:
+    """A store at `root`, with what this process found in it (damaged records, sound files)."""
+
     root: Path
     # key -> why, for every record this process found damaged (read as absent, so retrained)
     damaged: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -190,12 +175,11 @@ class Store:
         return self.get(key) is not None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The record, checked against its digest and key; None when absent or damaged (then
-        remembered in `damaged`). A run reads each record up to three times (planning, the
-        analysis, the report): a file this process has already found sound and that is still
-        the same file (inode, size, modification time in ns) is only parsed again."""
+        """The record, checked; None when absent or damaged (then remembered in `damaged`). A
+        file already found sound that is still the same file (inode, size, mtime in ns) is only
+        parsed again: a run reads each record up to three times."""
         try:
-            with self.path_for(key).open() as fh:  # as read_record reads it
+            with self.path_for(key).open() as fh:  # decoded as read_record's read_text
                 st = os.fstat(fh.fileno())
                 text = fh.read()
         except FileNotFoundError:
@@ -229,9 +213,8 @@ class Store:
             raise StoreError(f"store {self.root} is not writable: {exc.strerror or exc}") from None
 
     def put(self, key: str, record: dict[str, Any], fsync: bool = True) -> Path:
-        """Write the record with its key and digest (replacing any damaged one), then log it.
-        With `fsync` False the caller syncs it later (`sync`): the file is whole for every
-        reader at once (renamed into place), durable through a power loss once synced."""
+        """Write the record with its key and a fresh digest (replacing any damaged one), then
+        log it. With `fsync` False it is whole for readers at once, durable once `sync`ed."""
         path = self.path_for(key)
         text = json.dumps({**record, "key": key}, sort_keys=True, allow_nan=False)
         body = json.loads(text)  # what a reader will parse
@@ -249,9 +232,9 @@ class Store:
         return path
 
     def sync(self, paths: list[Path]) -> None:
-        """fsync records written with `put(..., fsync=False)`. A record that cannot be synced
-        (a full disk reports it here on filesystems that allocate late) is removed, so none
-        stays that may not be on the disk; the first failure is raised once all are tried."""
+        """fsync records written with `put(..., fsync=False)`. One that cannot be synced (a full
+        disk on a filesystem that allocates late) is removed; the first failure is raised once all
+        are tried."""
         failed: OSError | None = None
         for path in paths:
             try:
@@ -287,8 +270,8 @@ class Store:
         return self.root / "locks" / f"{key}.lock"
 
     def try_lock(self, key: str) -> bool:
-        """Claim a key for training: an exclusive lock file holding our host, pid and a random
-        token. A stale lock (`_judge_stale`) is taken over, by at most one process."""
+        """Claim a key for training; a stale lock (`_judge_stale`) is taken over, by at most one
+        process."""
         path = self.lock_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"host": platform.node(), "pid": os.getpid(), "time": time.time(),
@@ -305,12 +288,9 @@ class Store:
 
     @staticmethod
     def _create_whole(path: Path, body: str) -> bool:
-        """Create `path` holding `body`, or return False when it exists. The body is written to
-        a private file first and hard-linked into place (atomic, and fails if the name exists),
-        so no reader ever sees an empty or half-written lock: a lock read between its creation
-        and its write used to look unreadable, hence stale, and was taken over. The private
-        file is created with the umask's permissions (not mkstemp's 0600) so that the other
-        users of a shared store can read, hence honour, the lock."""
+        """Create `path` holding `body`, or return False when it exists: hard-linked from a
+        private file, so no reader sees an empty lock (it would look stale); the umask's
+        permissions, not mkstemp's 0600, so the store's other users can read it, hence honour it."""
         tmp = path.with_name(f".lock.{secrets.token_hex(8)}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         try:
@@ -325,10 +305,9 @@ class Store:
 
     @staticmethod
     def _set_aside(path: Path, judged: _Lock) -> bool:
-        """Remove the stale lock `judged` so that only one of the processes that judged it stale
-        replaces it: each renames it to a private name (only one rename of that file succeeds)
-        and checks that what it moved is the lock it judged; a successor's fresh lock, moved by
-        a process that judged too late, is put back. Returns whether to try creating ours."""
+        """Move the stale lock `judged` aside, so that one of its judges replaces it; a
+        successor's lock moved by a judge too late is put back (docs/store.md, "Locks").
+        Returns whether to try creating ours."""
         aside = path.with_name(f".stale.{path.name}.{secrets.token_hex(8)}")
         try:
             os.rename(path, aside)
@@ -338,8 +317,7 @@ class Store:
         if moved == judged:
             aside.unlink()
             return True
-        # Not ours to remove: put it back, unless a third process locked in the meantime
-        # (docs/store.md, "Locks": the cases that remain).
+        # not ours to remove: put it back, unless a third process locked in the meantime
         with contextlib.suppress(FileExistsError):
             os.link(aside, path)
         aside.unlink()
@@ -355,9 +333,7 @@ class Store:
 
 def read_record(path: Path, key: str) -> tuple[dict[str, Any] | None, str, str]:
     """(record, "", "") for a sound record filed at `path` under `key`, else (None, kind, why);
-    FileNotFoundError when there is none. One read, every check: the digest vouches for the
-    parsed content, and the bytes must be the ones `put` wrote (so no edit goes unseen, even
-    one that parses to the same values)."""
+    FileNotFoundError when there is none."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -372,7 +348,8 @@ def _unreadable(exc: OSError | UnicodeDecodeError) -> str:
 
 
 def judge_record(text: str, key: str) -> tuple[dict[str, Any] | None, str, str]:
-    """`read_record`'s answer for a record file's text, read as `Path.read_text` reads it."""
+    """`read_record`'s answer for a record file's text: the digest vouches for the parsed
+    content, and the bytes must be the ones `put` wrote (so no edit goes unseen)."""
     try:
         rec = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -390,9 +367,8 @@ _CANONICAL: dict[str, str] = {}  # JSON of a record's experiment -> its canonica
 
 
 def _canonical_of(experiment: Any) -> str:
-    """The canonical JSON of a record's experiment (validated: ValueError when it is not one),
-    remembered by its own JSON: the records of one arm share it, and validating it again for
-    each of 15,600 seeds was most of a rebuild's time."""
+    """The canonical JSON of a record's experiment (ValueError when it is not one), remembered:
+    an arm's records share it, and validating it per seed would dominate a rebuild."""
     text = json.dumps(experiment, sort_keys=True)
     hit = _CANONICAL.get(text)
     if hit is None:
@@ -403,8 +379,8 @@ def _canonical_of(experiment: Any) -> str:
 
 
 def _check_record(rec: Any, key: str) -> tuple[str, str]:
-    """("", "") for a sound record under `key`, else (kind, why). The structural checks come
-    first (they name what is wrong more precisely); the digest covers everything else."""
+    """("", "") for a sound record under `key`, else (kind, why): structural checks first (they
+    name what is wrong more precisely), then the digest."""
     if not isinstance(rec, dict):
         return "invalid-json", "not a JSON object"
     if rec.get("key") != key:
@@ -428,6 +404,7 @@ def _check_record(rec: Any, key: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- verify
 
+# the finding kinds: docs/store.md, "grokverify store verify"
 RECORD_DAMAGE = frozenset({"unreadable", "invalid-json", "key-mismatch", "invalid-record",
                            "no-digest", "digest-mismatch", "reformatted",
                            "changed-since-written"})
@@ -470,7 +447,7 @@ class VerifyReport:
 
 
 def verify(store: Store) -> VerifyReport:
-    """Check every record (as a read does), cross-check it with the log, and list everything in
+    """Check every record as a read does, cross-check it with the log, and list everything in
     the store that is neither a sound record nor a live lock."""
     report = VerifyReport()
     logged = _read_log(store.log_path, report)
@@ -519,7 +496,7 @@ def _verify_records(records: Path, logged: dict[str, set[str]] | None,
 
 def _verify_record(path: Path, logged: dict[str, set[str]] | None,
                    report: VerifyReport) -> None:
-    """The checks every read makes, then the log's: the record's digest must be one logged."""
+    """A read's checks, then the log's: the record's digest must be one logged for its key."""
     try:
         rec, kind, why = read_record(path, path.stem)
     except FileNotFoundError:
@@ -556,8 +533,8 @@ def _verify_locks(locks: Path, report: VerifyReport) -> None:
 
 
 def _read_log(path: Path, report: VerifyReport) -> dict[str, set[str]] | None:
-    """Every digest the log recorded per key (None without a log). Any logged digest counts, not
-    just the last: two writers of one key may log in the other order than they renamed."""
+    """Every digest the log has per key (None without a log): any counts, not just the last,
+    as two writers of one key may log in the other order than they renamed."""
     try:
         lines = path.read_bytes().split(b"\n")
     except FileNotFoundError:

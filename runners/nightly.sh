@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nightly: re-run every claim of the library, then list the claims whose verdict changed since
-# the previous night (README.md, "Running on a cluster, nightly", says how to schedule it).
+# the previous night (docs/cluster.md, "Nightly", says how to schedule it).
 # Usage: runners/nightly.sh [extra `grokverify run` flags]
 # By default it runs claims/ at paper scale on the Ray cluster $RAY_ADDRESS names
 # (`--scale paper --address auto`; a RayJob and `ray job submit` set RAY_ADDRESS for it; unset,
@@ -14,7 +14,7 @@
 # the night before, never with itself) and prints a line per claim: NEW, CHANGED (old -> new
 # verdict), same, MOVED (an estimate outside last night's CI) and MISSING (a claim with no report
 # tonight: removed, or skipped: see the run's SKIPPED lines).
-# Exit: 3 when a verdict changed (diff's exit 1, mapped to this script's 3 as before), 2 when a
+# Exit: 3 when a verdict changed (diff's exit 1, mapped to this script's 3), 2 when a
 # suite cannot be read or NIGHTLY_DATE is malformed, 0 when no verdict changed; a run that fails
 # stops the script with its own exit code (1 or 2) before any diff.
 # Environment:
@@ -54,6 +54,6 @@ echo "comparing $cur with ${previous:-an empty suite (first night)}"
 status=0
 grokverify diff "$old" "$cur" || status=$?
 if [ "$status" = 1 ]; then
-  exit 3  # a verdict changed (diff's exit 1): this script's exit 3, as before
+  exit 3  # a verdict changed (diff's exit 1): this script's exit 3
 fi
 exit "$status"

@@ -1,16 +1,9 @@
-"""Print the markdown table of verdicts of a reports folder (one result.json per claim), for the
-library's README: claim, role, verdict, the estimate and CI (or each family member's verdict; for
-an open question's family each member's estimate and CI and the fitted trend), seeds, the
-training time of its records (each chunk once, whichever run trained it; the run's own wall time
-for results written before records_train_s existed) with how many seeds the run trained and
-reused, and what the claim's paper
-scale would cost: its arithmetic (`grokverify.claim.budget.estimate`, every seed to the full budget)
-and the CPU core-hours that is at 43 GFLOP/s a core, the rate measured for paper 1's MLP at
-p = 97 (31.5 steps/s of 1.36 GFLOP, ../shared/perf-notes.md), and the GPU-hours of an NVIDIA H200
-at the engine's step times measured there for the same MLP (benchmarks/README.md, "GPU": one arm's
-seeds as one batched model, 1.93 ms a step at 8 seeds, 2.47 at 32, 3.06 at 128, 11.45 at 512;
-between them linear in the seed count), summed over the arms, every seed to the full budget,
-probes not counted.
+"""Print the markdown table of verdicts of a reports folder (one result.json per claim), for
+reports/README.md: claim, role, verdict, the estimate and CI (or the family members'), seeds, the
+training time of its records, and what the claim's paper scale would cost: its arithmetic
+(`grokverify.claim.budget.estimate`, every seed to the full budget, probes not counted) in CPU
+core-hours and in H200 GPU-hours at the engine's measured step times (benchmarks/README.md,
+"GPU"; one arm's seeds as one batched model).
 
 Usage: python3 runners/verdict_table.py REPORTS_DIR
 """
@@ -24,7 +17,7 @@ from pathlib import Path
 from grokverify.claim.load import LoadedClaim, load_claim
 from grokverify.run.pipeline import scale_flops
 
-CPU_FLOPS = 43e9  # a core, paper 1's MLP at p = 97 (perf-notes: 31.5 steps/s x 1.36 GFLOP)
+CPU_FLOPS = 43e9  # a core, measured for paper 1's MLP at p = 97 (31.5 steps/s x 1.36 GFLOP)
 # H200 seconds a training step of one arm takes, by the arm's seed count (benchmarks/README.md)
 GPU_STEP_S = ((8, 8 / 4151), (32, 32 / 12966), (128, 128 / 41845), (512, 512 / 44719))
 REPO = Path(__file__).resolve().parent.parent

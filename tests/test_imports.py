@@ -1,6 +1,5 @@
-"""The package's structure: no import cycle among grokverify's modules, a claim schema that loads
-without the heavy numeric packages, and registries of names that agree with the code behind
-them."""
+"""The package's structure: no import cycle among grokverify's modules, and a claim schema that
+loads without the heavy numeric packages."""
 
 from __future__ import annotations
 

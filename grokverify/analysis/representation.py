@@ -1,37 +1,10 @@
 """Representation probes of paper 2's toy (arXiv 2205.10343, §3.1, App. D) on an embedding
-E (p × d, any d ≥ 1; leading batch axes, e.g. seeds, are allowed: (..., p, d)).
-
-Definitions (samples, P0, classes: `grokverify.analysis.parallelogram`):
-
-- Normalisation (§3.1; official toy/train_add.py): per dimension, subtract the mean over the p
-  tokens and divide by the standard deviation over the tokens. The paper does not state the
-  standard deviation's ddof; the official code uses torch's default, the unbiased one, so
-  `ddof=1` is the default here. A dimension with zero spread, or a non-finite E, has no
-  normalised form: every probe then returns NaN (a diverged seed is not "0 parallelograms").
-- Defect of a parallelogram (i, j, m, n): D = Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n. `distance="norm"` (the
-  paper's δ-parallelogram, §3.1): |D|, the Euclidean norm over the d dimensions;
-  `distance="mean_sq"` (the official code): the mean over dimensions of D², which the code
-  compares with 0.01 — in 1-D that is |D| < 0.1, ten times looser than the paper's |D| ≤ 0.01.
-  Either way a parallelogram is *realised* when its distance is ≤ δ (the official code's
-  strict < differs only on a null set); δ defaults to 0.01 for both.
-- RQI (§3.1): |realised ∩ P0| / |P0|.
-- Predicted accuracy Acc^ (App. D; the official `calculate_Dbar` on the realised set): a sample
-  counts when it is a training sample, or shares a realised parallelogram with a training
-  sample — one step, no transitive closure, exactly as the official code (with an exact
-  parallelogram realisation is transitive within a class anyway; the two can differ only through
-  the δ tolerance). Reported over all samples (the official `pred_acc`, the paper's Fig. 3) and
-  over the non-training samples (`pred_test_acc`; paper 2's validation set is every
-  non-training pair, as in `grokverify.engine.tasks` with `test_frac` unset).
-- Impermissible training parallelograms (C1, Proposition 1): two training samples with
-  different sums whose embedding sums lie within δ (the distance of Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n,
-  normalised as above). At zero training loss with random regression targets there is none
-  (the decoder would map one point to two targets); `impermissible_gaps` gives every such
-  pair's distance, so a probe can count those ≤ δ and report the smallest.
-- Not-implied realised parallelograms (C9, the "Alexander principle", Fig. 10):
-  realised parallelograms outside the set the training set implies. Implied means, by default,
-  the paper's P(D): with chaining, every parallelogram whose equation is a linear consequence of
-  the training set's equations (as the official code computes it); `chaining=False` counts only
-  those whose two samples are both training samples (P0(D)).
+E (p × d, any d ≥ 1; leading batch axes, e.g. seeds, are allowed: (..., p, d)): RQI, predicted
+accuracy Acc^, impermissible training parallelograms (C1) and realised parallelograms that the
+training set does not imply (C9), over the samples and P0 of `grokverify.analysis.parallelogram`.
+The probes work on E normalised per dimension (§3.1, the official toy/train_add.py) unless
+`normalised=False`; a parallelogram (i, j, m, n) is *realised* when the distance of its defect
+Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n is ≤ δ (the official code's strict < differs only on a null set).
 """
 
 from __future__ import annotations
@@ -64,8 +37,9 @@ def _as_embedding(E: np.ndarray) -> np.ndarray:
 
 
 def normalise(E: np.ndarray, ddof: int = 1) -> np.ndarray:
-    """(E − mean) / std per dimension, over the token axis (−2); NaN where a dimension has zero
-    spread or E is not finite."""
+    """(E − mean) / std per dimension, over the token axis (−2), with the official code's
+    unbiased std (torch's default); NaN where a dimension has zero spread or E is not finite,
+    so that every probe of a diverged seed is NaN, not "0 parallelograms"."""
     E = _as_embedding(E)
     mean = E.mean(axis=-2, keepdims=True)
     std = E.std(axis=-2, ddof=ddof, keepdims=True)
@@ -76,8 +50,9 @@ def normalise(E: np.ndarray, ddof: int = 1) -> np.ndarray:
 
 def defects(E: np.ndarray, distance: Distance = "norm", normalised: bool = True,
             ddof: int = 1) -> np.ndarray:
-    """(..., Q): the distance of each permissible parallelogram (order of P0) in E (normalised
-    first unless normalised=False)."""
+    """(..., Q): the distance of each permissible parallelogram's defect D (order of P0): "norm"
+    |D| (the paper's δ-parallelogram, §3.1) or "mean_sq", the mean over dimensions of D² (the
+    official code, compared there with 0.01: in 1-D |D| < 0.1, ten times looser)."""
     if distance not in ("norm", "mean_sq"):
         raise ValueError(f"distance must be 'norm' or 'mean_sq', got {distance!r}")
     E = normalise(E, ddof) if normalised else _as_embedding(E)
@@ -105,7 +80,8 @@ def _valid(E: np.ndarray, normalised: bool, ddof: int) -> np.ndarray:
 
 def rqi(E: np.ndarray, delta: float = DELTA, distance: Distance = "norm",
         normalised: bool = True, ddof: int = 1) -> np.ndarray | float:
-    """Share of permissible parallelograms realised within δ (NaN for an invalid embedding)."""
+    """RQI (§3.1): the share of permissible parallelograms realised within δ (NaN for an
+    invalid embedding)."""
     share = realised(E, delta, distance, normalised, ddof).mean(axis=-1)
     out = np.where(_valid(E, normalised, ddof), share, np.nan)
     return float(out) if out.ndim == 0 else out
@@ -138,8 +114,9 @@ class PredictedAccuracy:
 def predicted_accuracy(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
                        distance: Distance = "norm", normalised: bool = True,
                        ddof: int = 1) -> PredictedAccuracy:
-    """Acc^ (App. D). `train`: sample indices or a bool mask (N,); with a batch of embeddings
-    (..., p, d) a mask (..., N) gives each its own training set."""
+    """Acc^ (App. D; the official `calculate_Dbar` on the realised set, one step), over all
+    samples and over the non-training ones (paper 2's validation set). `train`: sample indices
+    or a bool mask (N,); a mask (..., N) gives each embedding of a batch its own training set."""
     E = _as_embedding(E)
     p = E.shape[-2]
     n = n_samples(p)
@@ -174,8 +151,9 @@ class Unimplied:
 def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
                        distance: Distance = "norm", chaining: bool = True,
                        normalised: bool = True, ddof: int = 1) -> Unimplied:
-    """Realised parallelograms outside the implied set (P(D) with chaining, P0(D) without), for
-    one embedding (p, d) and its training set. Raises on an invalid embedding."""
+    """C9, the "Alexander principle" (Fig. 10): realised parallelograms outside the implied set
+    (the paper's P(D) with chaining, P0(D) without), for one embedding (p, d) and its training
+    set. Raises on an invalid embedding."""
     E = _as_embedding(E)
     if E.ndim != 2:
         raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")
@@ -193,9 +171,9 @@ def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: floa
 def impermissible_gaps(E: np.ndarray, train: np.ndarray | list[int],
                        distance: Distance = "norm", normalised: bool = True,
                        ddof: int = 1) -> np.ndarray:
-    """(K,) the distance between the embedding sums of every two training samples with
-    different sums i + j ≠ m + n (C1), for one embedding (p, d); K = 0 when the training
-    samples all share one sum. NaN everywhere for an embedding without a normalised form."""
+    """(K,) C1 (Proposition 1): the distance between the embedding sums of every two training
+    samples of different classes, for one embedding (p, d); none should be within δ at zero
+    training loss. NaN everywhere for an embedding without a normalised form."""
     E = _as_embedding(E)
     if E.ndim != 2:
         raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Annotated
 
 from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict
@@ -64,9 +64,15 @@ def kind_of(value: object) -> str:
     return word if word == "null" else f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """The " (did you mean 'x'?)" naming the closest of `choices`; "" when none is close."""
+    hint = difflib.get_close_matches(value, list(choices), n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
+
+
 def known(value: str, registry: Collection[str], what: str) -> str:
+    """`value` if `registry` has it; else a refusal listing the known names."""
     if value not in registry:
-        hint = difflib.get_close_matches(value, list(registry), n=1)
-        did = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ValueError(f"unknown {what} {value!r}{did}; known: {', '.join(sorted(registry))}")
+        raise ValueError(f"unknown {what} {value!r}{did_you_mean(value, registry)}; known: "
+                         f"{', '.join(sorted(registry))}")
     return value

@@ -1,27 +1,12 @@
 """Memory and compute of a trial, estimated from the spec alone (no torch), so that a claim that
-cannot fit or would run for an absurd time is refused before anything trains.
+cannot fit, or would run for an absurd time, is refused before anything trains.
 
-A trial trains `n_seeds` seeds of one experiment as one batched model (`grokverify.engine.loop`);
-what it allocates, per batched seed (a lone seed of a shard trains beside a ghost copy):
-
-* parameters × (1 + 1 gradient + the optimizer's states, + 1 when probes read them), float32;
-  building the batch stacks each seed's module, so at least 3 copies;
-* the task's data: every pair's operands and label (int64) per seed while the splits are built,
-  then each seed's gathered training and validation rows, and the minibatch order;
-* a training step's activations (the batch's rows, or the whole training set when full batch)
-  and an evaluation's, each as the model kind counts them (`ModelSpec.activations`). Both, and
-  an evaluation of every row at once: on a CPU the engine evaluates 4096 rows at a time, but
-  glibc (with the heap settings `grokverify.engine.loop` makes for speed) keeps each block's
-  freed buffers, so the peak is as if evaluated at once, beside the step's.
-
-On a GPU the same tensors are device memory, and the caching allocator reuses an evaluation's
-blocks: there the estimate is an upper bound (not measured: no GPU in the test suite).
-
-Compute counts 2 flops per multiply-add: a training step's forward and backward (3 passes over
-the batch) and every evaluation's forward over all pairs. Measured on a CPU (tests/test_budget.py,
-each kind of model and path) the memory estimate lies between 1x and 2x the measured peak; for
-p = 1000 (a million pairs, evaluated in 245 blocks) it is 2.7x over.
-"""
+A trial of `n_seeds` seeds is one batched model (a lone seed of a shard beside a ghost copy).
+Memory: float32 parameters, gradients and optimizer states (at least 3 copies while the batch is
+stacked); each seed's int64 data; a step's and a whole evaluation's activations as the model kind
+counts them (`ModelSpec.activations`; a CPU's heap keeps every evaluation block's buffers, and
+on a GPU the estimate is an upper bound). Compute: 2 flops a multiply-add, 3 passes a training
+step. Measured on a CPU, the memory estimate is 1x-2x the peak (2.7x at p = 1000)."""
 
 from __future__ import annotations
 
@@ -51,12 +36,9 @@ STATS_BYTES_PER_DRAW = 160
 
 @dataclass(frozen=True)
 class Limits:
-    """What a claim may need. A 16-seed trial of any shipped claim at its paper scale needs at
-    most 0.4 GiB and 1.6e15 flops as one batched model (a GPU), 0.8 GiB and 3.1e15 split over 16
-    CPU threads (each lone seed beside its ghost): the defaults leave a margin of 20x in memory
-    and 30x in compute, and refuse what no ordinary machine runs: a trial over 16 GiB, or over
-    1e17 flops (about a day of a GPU's float32 arithmetic at these small matrix sizes). A
-    bootstrap over 8 GiB is refused too (n_boot x seeds; the bounds alone allow 15 GiB)."""
+    """What a claim may need. The defaults refuse what no ordinary machine runs (a trial over
+    16 GiB or 1e17 flops, about a day of a GPU; a bootstrap over 8 GiB), 20x in memory and 30x in
+    compute above any shipped claim's 16-seed paper trial (at most 0.8 GiB and 3.1e15 flops)."""
 
     max_trial_bytes: int = 16 * GIB
     max_trial_flops: float = 1e17
@@ -140,9 +122,8 @@ def estimate(exp: _Experiment, n_seeds: int, shards: int = 1) -> Estimate:
     return Estimate(sum(p.bytes for p in parts), flops, step_flops, parts)
 
 
-# GPU packing (`--gpus-per-task auto`): a chunk of these small models uses a sliver of a GPU
-# (paper 1's MLP at p = 97: 0.15 GiB peak at 8 seeds, 1.36 GiB at 128, measured on an H200:
-# benchmarks/README.md), so each Ray task asks for the share of one GPU its memory needs
+# GPU packing (`--gpus-per-task auto`, docs/cluster.md): these small models use a sliver of a
+# GPU, so each Ray task asks for the share of one GPU its chunk's memory needs.
 GPU_PACK = 8  # at most this many chunks on one GPU: each is a process with its own CUDA
 # context and its own host thread launching kernels; more would queue for the GPU's time
 CUDA_CONTEXT_BYTES = GIB // 2  # a process's CUDA context and the caching allocator's slack
@@ -151,10 +132,9 @@ DEFAULT_GPU_MEMORY = 16 * GIB  # the smallest data-centre GPU in common use (T4,
 
 
 def gpu_share(exp: _Experiment, n_seeds: int, gpu_memory: int = DEFAULT_GPU_MEMORY) -> float:
-    """The share of one GPU a chunk of `n_seeds` seeds asks Ray for: its estimated peak memory
-    (`estimate`, one batched model; an upper bound on a GPU) plus a CUDA context, over the GPU's
-    memory, rounded up to eighths, at least 1/GPU_PACK. Above 1 the chunk does not fit one GPU
-    (the executor refuses it before submitting anything)."""
+    """The share of one GPU a chunk of `n_seeds` seeds asks Ray for: its estimated memory plus
+    a CUDA context over the GPU's, rounded up to eighths, at least 1/GPU_PACK (docs/cluster.md,
+    "GPU packing"). Above 1 the chunk does not fit one GPU (the executor refuses it)."""
     need = estimate(exp, n_seeds).bytes + CUDA_CONTEXT_BYTES
     eighths = -(-need * GPU_PACK // gpu_memory)  # ceil without floats
     return max(1, eighths) / GPU_PACK
@@ -177,23 +157,22 @@ class _Loaded(Protocol):
 
     def experiments(self, scales: Iterable[str] | None = None) -> Iterator[Any]: ...
 
-    def unit_problems(self, found: Iterable[tuple[str, str, str, Path_, str]]) -> list[Problem]:
-        ...
+    def experiment_problems(self, found: Iterable[tuple[str, str, str, Path_, str]]
+                            ) -> list[Problem]: ...
 
     def max_seeds(self, scale: str) -> int: ...
 
 
 def check(loaded: _Loaded, limits: Limits = DEFAULT_LIMITS, chunk_size: int = 1,
           scales: Iterable[str] | None = None, shards: int = 1) -> list[Problem]:
-    """Every trial of `chunk_size` seeds at `scales` (default: all) of every member and arm that
-    is over `limits`, as problems naming the claim field that sets the largest part (where the
-    arm, scale, member or base sets it); and a bootstrap over `limits.max_statistics_bytes` at
-    the most seeds any of those scales runs. `shards`: batched models per trial (CPU threads)."""
-    units = list(loaded.experiments(scales))
-    problems = loaded.unit_problems(
-        (scale, member, arm, field, message) for scale, member, arm, exp in units
+    """Every trial of `chunk_size` seeds (`shards` batched models) at `scales` (default: all)
+    over `limits`, as problems at the claim field that sets its largest part; and a bootstrap
+    over `limits.max_statistics_bytes` at the most seeds those scales run."""
+    experiments = list(loaded.experiments(scales))
+    problems = loaded.experiment_problems(
+        (scale, member, arm, field, message) for scale, member, arm, exp in experiments
         for field, message in _trial_problems(exp, chunk_size, shards, limits))
-    return problems + _statistics_problems(loaded, limits, {unit[0] for unit in units})
+    return problems + _statistics_problems(loaded, limits, {at[0] for at in experiments})
 
 
 def _trial_problems(exp: _Experiment, n_seeds: int, shards: int,

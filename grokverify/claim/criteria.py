@@ -1,18 +1,9 @@
 """Criteria a claim can name: each one's parameters (a pydantic model with its validators), the
-arms and per-seed metrics it reads, and the metric kinds it accepts.
+arms and per-seed metrics it reads, and the metric kinds it accepts (`accepts`, `kinds`).
 
-The statistics live in `grokverify.stats` (one module per criterion), which registers each
-criterion's `run` under the same name; this module imports none of them, so a claim can be
-validated without scipy or statsmodels.
-
-Metric kinds accepted (`CriterionSchema.kinds_of`):
-
-* ``survival_compare``, ``cox_hazard_ratio``: ``time`` only (they model censored times);
-* ``proportion``: ``time`` for ``outcome: observed`` (reached the event); ``time`` or ``value``
-  for ``value_below`` / ``value_above`` (the share of seeds beyond a cut is as meaningful for a
-  probe's value as for a time);
-* ``scalar_compare``, ``equivalence``, ``value``, ``correlation``: ``time`` and ``value``;
-* ``crossing``: ``value`` only (arm means of values in [0, 1] crossing a level).
+Each is registered with its `run` in `grokverify.stats` (one module per criterion), which this
+module never imports, so a claim validates without scipy or statsmodels. What each computes, and
+which kinds each takes: docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -46,9 +37,9 @@ Margin = Annotated[Float, Field(ge=0, description=(
 CILevel = Annotated[Float, Field(gt=0, lt=1)]
 NBoot = Annotated[Int, Field(ge=MIN_N_BOOT, le=MAX_N_BOOT)]
 # Pair the arms by seed number (default): arms share seed i's split, initialisation and data
-# order, so comparing within seed removes the spread both arms share (`grokverify.stats.common.
-# pair_arms`; arms without common seed numbers fall back to unpaired). False: the arms are
-# analysed as independent samples, exactly as before pairing existed.
+# order, so comparing within seed removes the spread both arms share (docs/verdicts.md, "Paired
+# analysis"; arms without common seed numbers fall back to unpaired). False: the arms are
+# analysed as independent samples.
 Paired = Annotated[bool, Strict()]
 # any registered metric, told apart by name (built here, once claim.metrics holds them all)
 AnyMetric = METRICS.union()
@@ -174,10 +165,9 @@ def boundary_words(margin: float, effect: Effect) -> str:
 
 def effect_words(effect: Effect, min_effect: float, margin: float, treated: str,
                  baseline: str, worse: str, better: str, unit: str = "") -> str:
-    """What the claimed region says in words: "<treated> at least 20% <better>" (superiority)
-    or "non-inferiority: <treated> at most 25% <worse> than <baseline>"; `better`/`worse` are
-    the words for the claimed direction and its opposite (e.g. faster/slower for a time claimed
-    less)."""
+    """The claimed region in words: "<treated> at least 20% <better>" or "non-inferiority:
+    <treated> at most 25% <worse> than <baseline>"; `better`/`worse` name the claimed direction
+    and its opposite (faster/slower for a time claimed less)."""
     def size(m: float) -> str:
         if effect == "ratio":
             return f"{m * 100:g}%"
@@ -313,23 +303,19 @@ class ScalarCompareParams(_TwoArms):
     ``effect: ratio`` compares ``stat(treated) / stat(baseline)`` with ``1 -/+ min_effect``
     (default min_effect 0.2, i.e. 20%); ``effect: difference`` compares
     ``stat(treated) - stat(baseline)`` with ``-/+ min_effect`` in the metric's units (no default:
-    it must be stated). The boundary belongs to the claimed region. CI: BCa bootstrap
-    (scipy.stats.bootstrap, ``n_boot`` resamples, seeded by ``bootstrap_seed``), percentile when
-    BCa is degenerate; for the mean and the IQM run at Hesterberg's expanded level (see
-    `grokverify.stats.common.expanded_level`) so that it keeps its coverage with few seeds.
-    ``censored`` (time metrics): ``as_budget`` (default) enters censored values at the budget
-    under the lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a
-    value metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE:
-    use ``effect: difference``). ``margin`` (non-inferiority; min_effect then defaults to 0):
+    it must be stated). The boundary belongs to the claimed region. ``censored`` (time
+    metrics): ``as_budget`` (default) enters censored values at the budget under the
+    lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a value
+    metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE: use
+    ``effect: difference``). ``margin`` (non-inferiority; min_effect then defaults to 0):
     treated is worse than baseline by at most the margin, the claimed region ``ratio <= 1 +
     margin`` / ``>= 1 - margin`` (``difference <= +margin`` / ``>= -margin``).
 
     ``paired`` (default): the effect is the statistic of the per-seed differences
     ``treated_i - baseline_i`` (difference) or ``exp`` of the statistic of the per-seed log
-    ratios ``log(treated_i / baseline_i)`` (ratio: the geometric mean / median of the per-seed
-    ratios), seeds both arms have; its CI is one-sample on those per-pair effects: the exact
-    order-statistic interval for the median, the bootstrap-t for the mean, BCa for the IQM.
-    ``false``: the statistic of each arm, arms resampled independently.
+    ratios (ratio), seeds both arms have; ``false``: the statistic of each arm. CI: a bootstrap
+    of ``n_boot`` resamples seeded by ``bootstrap_seed`` (how, per statistic: docs/verdicts.md,
+    ``scalar_compare``).
     """
 
     name: Literal["scalar_compare"]
@@ -467,10 +453,10 @@ class ProportionParams(_OneArm):
                              "inside (0, 1)")
         return self
 
-
     def kinds(self) -> tuple[Kind, ...]:
         """``observed`` counts events (time metrics); a cut applies to a value of either kind."""
         return TIME_ONLY if self.outcome == "observed" else ANY_KIND
+
 
 # ---------------------------------------------------------------- correlation
 
@@ -578,9 +564,9 @@ class CrossingParams(_PercentileBootstrap):
     adjacent pair of points whose means bracket the level (rising: m_i < level <= m_(i+1)).
     No bracket (the first mean already at or past the level, or the last short of it) leaves
     the crossing outside the points: censored, INCONCLUSIVE. CI: percentile bootstrap over
-    seeds within each arm (``n_boot`` resamples from ``bootstrap_seed``); a resample without a
-    bracket counts as -inf or +inf (its crossing lies below the first or beyond the last x).
-    SUPPORTED when the CI lies within the region, REFUTED when it lies wholly outside it.
+    seeds within each arm (``n_boot`` resamples from ``bootstrap_seed``; docs/verdicts.md,
+    ``crossing``). SUPPORTED when the CI lies within the region, REFUTED when it lies wholly
+    outside it.
 
     ``x`` (optional): a per-seed metric whose mean over each arm's seeds is that arm's x in
     place of the declared one (paper 2's realised training fraction k/N, which differs from a
@@ -650,8 +636,7 @@ class PhaseOrderParams(_PercentileBootstrap):
     2 memorization; confusion left out) over pairs of seeds in cells of the same y, pooled over
     the y's: (concordant − discordant) / (concordant + discordant), ties in x or phase left
     out, its sign turned for ``falling``. γ = 1: every such pair is ordered as claimed. CI:
-    BCa bootstrap over seed ids, each resample applied to every cell at once (the cells
-    share seeds: the same seed has the same split, initial weights and targets in every cell).
+    BCa bootstrap over seed ids (docs/verdicts.md, ``phase_order``).
     SUPPORTED when every phase in ``shown`` leads enough cells and the CI lies within
     [min_gamma, 1]; REFUTED when a phase in ``shown`` leads fewer cells (the diagram does not
     show it), or the CI lies below ``min_gamma``; otherwise INCONCLUSIVE. The map itself (each

@@ -93,7 +93,7 @@ class ExperimentSpec(StrictModel):
                         f"{item.name} needs {ROLE_WORDS[role]} ({role}), which model "  # type: ignore[attr-defined]
                         f"{self.model.kind!r} does not have (it has: {', '.join(roles)})")
         for probe in self.probes:
-            if why := probe.misfit(self.task):
+            if why := probe.cannot_measure(self.task):
                 raise ValueError(why)
         names = [p.name for p in self.probes]  # type: ignore[attr-defined]
         if len(set(names)) != len(names):

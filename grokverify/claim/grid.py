@@ -1,20 +1,6 @@
 """Grids: a sweep over one or two settings written once, expanded into named arms (or family
 members) before the claim is validated, so criteria, families, scales and reports see ordinary
-arms.
-
-    grid:
-      into: arms                  # or members (of the claim's family)
-      name: "c{c}"                # every axis once, in braces
-      axes:
-        c: {path: optimizer.emb_lr_mult, values: [1, 2, 4, 8, 10, 16, 32]}
-        # or evenly spaced: {path: optimizer.lr, span: {low: 1e-4, high: 1e-2, num: 10,
-        #                    scale: log}} (3 significant digits: 0.0001, 0.000167, ...)
-      base: {}                    # optional partial experiment under every generated entry
-
-generates arms c1, c2, ..., c32, each `base` deep-merged with {optimizer: {emb_lr_mult: v}};
-two axes give their product, in the order written (the first axis varies slowest). A number is
-named as Python's `g` format writes it (0.01 -> "0.01", 1e-05 -> "1e-05"; a "+" is dropped).
-"""
+arms."""
 
 from __future__ import annotations
 
@@ -110,6 +96,13 @@ def _checked(v: list[Any]) -> list[Value]:
 
 
 class GridSpec(StrictModel):
+    """A sweep over one or two settings, each combination one arm (or family member): ``axes:
+    {c: {path: optimizer.emb_lr_mult, values: [1, 2, 10]}}`` with ``name: "c{c}"`` generates
+    arms c1, c2 and c10, each ``base`` deep-merged with ``{optimizer: {emb_lr_mult: v}}``. Two
+    axes give their product in the order written (the first varies slowest); ``span`` gives
+    evenly spaced numbers instead of ``values``. A number is named as Python's ``g`` format
+    writes it (0.01 -> "0.01", 1e-05 -> "1e-05"; a "+" is dropped)."""
+
     into: Literal["arms", "members"] = Field(
         "arms", description="arms of the claim, or members of its family")
     axes: dict[Name, GridAxis] = Field(min_length=1, max_length=2,
@@ -137,7 +130,7 @@ class GridSpec(StrictModel):
 
     def entries(self) -> dict[str, list[Setting]]:
         """Generated name -> its setting on each axis, in order (the claim loader deep-merges
-        them over `base` with its own rule, `spec.deep_merge`)."""
+        them over `base`: `grokverify.claim.load.deep_merge`)."""
         return dict(_combinations(self.name, self.axes))
 
 

@@ -1,8 +1,8 @@
 """Interventions an arm can declare: changes to training at declared points.
 
-A spec names the intervention and when it acts; `grokverify.engine.interventions` registers the
-hooks under the same name. Points: after initialisation, from a step on, or from the first
-evaluation at which a seed's condition holds (e.g. train accuracy >= 0.99), per seed.
+A spec names the intervention and when it acts, and is registered with the hooks that carry it
+out (`grokverify.engine.interventions`). Points: after initialisation, from a step on, or from
+the first evaluation at which a seed's condition holds (e.g. train accuracy >= 0.99), per seed.
 """
 
 from __future__ import annotations

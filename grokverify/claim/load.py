@@ -4,14 +4,13 @@ the checks across fields; a problem names the file, line and field."""
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from grokverify.claim.base import kind_of
+from grokverify.claim.base import did_you_mean, kind_of
 from grokverify.claim.budget import DEFAULT_LIMITS, Limits, check
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.claim.grid import GridSpec, Setting
@@ -44,18 +43,24 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 SINGLE = ""  # the one member of a claim without a family
 
 
-Units = dict[str, dict[str, ExperimentSpec]]  # member -> arm -> experiment
+def arm_label(member: str | None, arm: str) -> str:
+    """An arm's label in a result dict: "arm", or "member/arm" in a family."""
+    return f"{member}/{arm}" if member else arm
 
 
-Unit = tuple[str, str, str, ExperimentSpec]  # scale, member, arm, experiment
+MemberArms = dict[str, dict[str, ExperimentSpec]]  # member -> arm -> experiment
+
+
+ExperimentAt = tuple[str, str, str, ExperimentSpec]  # scale, member, arm, experiment
 
 
 class LoadedClaim:
-    """A validated claim with every scale × member × arm resolved to an ExperimentSpec, and the
-    line of every key of its file (for problems found after loading: `grokverify.claim.budget`)."""
+    """A validated claim with every scale × member × arm resolved to an ExperimentSpec
+    (`by_scale`), and the line of every key of its file, for problems found after loading."""
 
-    def __init__(self, claim: Claim, path: Path, units: dict[str, Units], lines: LineMap):
-        self.claim, self.path, self.units, self.lines = claim, path, units, lines
+    def __init__(self, claim: Claim, path: Path, by_scale: dict[str, MemberArms],
+                 lines: LineMap):
+        self.claim, self.path, self.by_scale, self.lines = claim, path, by_scale, lines
 
     def source(self, scale: str, member: str, arm: str, field: Path_) -> Path_:
         """Where the claim sets `field` (a path in the experiment, e.g. ("task", "p")) for this
@@ -67,36 +72,37 @@ class LoadedClaim:
         seeds = self.scale_seeds(scale)
         return seeds if isinstance(seeds, int) else seeds.max
 
-    def experiments(self, scales: Iterable[str] | None = None) -> Iterator[Unit]:
-        """(scale, member, arm, experiment) of every unit at `scales` (default: all)."""
-        for scale in self.units if scales is None else scales:
-            for member, arms in self.units[scale].items():
+    def experiments(self, scales: Iterable[str] | None = None) -> Iterator[ExperimentAt]:
+        """(scale, member, arm, experiment) of every experiment at `scales` (default: all)."""
+        for scale in self.by_scale if scales is None else scales:
+            for member, arms in self.by_scale[scale].items():
                 for arm, exp in arms.items():
                     yield scale, member, arm, exp
 
-    def unit_problems(self, found: Iterable[tuple[str, str, str, Path_, str]]) -> list[Problem]:
-        """Problems of resolved units, (scale, member, arm, experiment field, message): one per
-        claim field that sets the field (the most specific override that writes it), naming
-        the first unit it fails at and how many more."""
-        units: dict[Path_, tuple[str, list[str]]] = {}
+    def experiment_problems(self, found: Iterable[tuple[str, str, str, Path_, str]]
+                            ) -> list[Problem]:
+        """Problems of resolved experiments, given as (scale, member, arm, experiment field,
+        message): one per claim field that sets the field (the most specific override that
+        writes it), naming the first experiment it fails at and how many more."""
+        by_source: dict[Path_, tuple[str, list[str]]] = {}
         for scale, member, arm, field, message in found:
             where = self.source(scale, member, arm, field)
             words = f"scale {scale!r}, " + (f"member {member!r}, " if member else "") + \
                 f"arm {arm!r}"
-            units.setdefault(where, (message, []))[1].append(words)
+            by_source.setdefault(where, (message, []))[1].append(words)
         return [Problem(str(self.path), self.lines.line_of(where), dotted(where),
                         f"{message} (at {at[0]}" + (f", and {len(at) - 1} more)" if len(at) > 1
                                                     else ")"))
-                for where, (message, at) in units.items()]
+                for where, (message, at) in by_source.items()]
 
     @property
     def resolved(self) -> dict[str, dict[str, ExperimentSpec]]:
         """scale -> arm -> experiment, for a claim without a family."""
-        return {scale: members[SINGLE] for scale, members in self.units.items()
+        return {scale: members[SINGLE] for scale, members in self.by_scale.items()
                 if SINGLE in members}
 
-    def members(self, scale: str) -> Units:
-        return self.units[scale]
+    def members(self, scale: str) -> MemberArms:
+        return self.by_scale[scale]
 
     def scale_seeds(self, scale: str) -> Seeds:
         seeds = self.claim.scales[scale].seeds
@@ -121,10 +127,9 @@ def _resolve(claim_data: dict[str, Any], scale: str, member: str, arm: str) -> d
 
 
 def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> LoadedClaim:
-    """Load, validate and resolve a claim file; raises SpecError listing every problem.
-
-    With `limits` (None: unchecked), one seed of every scale × member × arm must fit them
-    (`grokverify.claim.budget.check`): a claim that could never run is refused when it loads."""
+    """Load, validate and resolve a claim file; raises SpecError listing every problem. With
+    `limits` (None: unchecked) one seed of every scale × member × arm must fit them, so a claim
+    that could never run is refused when it loads."""
     path = Path(path)
     file = str(path)
     data, lines = load_yaml_file(path)
@@ -155,24 +160,25 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     if problems:
         raise SpecError(problems)
     member_names = list(claim.family.members) if claim.family else [SINGLE]
-    units: dict[str, Units] = {}
+    by_scale: dict[str, MemberArms] = {}
     for scale_name in claim.scales:
-        units[scale_name] = {}
+        by_scale[scale_name] = {}
         for member in member_names:
-            units[scale_name][member] = {}
+            by_scale[scale_name][member] = {}
             for arm in claim.arms:
                 merged = _resolve(data, scale_name, member, arm)
                 try:
-                    units[scale_name][member][arm] = ExperimentSpec.model_validate(merged)
+                    by_scale[scale_name][member][arm] = ExperimentSpec.model_validate(merged)
                 except ValidationError as exc:
-                    for problem in validation_problems(exc, file, lines, merged, ExperimentSpec, (),
-                                             _override_sources(scale_name, member, arm)):
+                    sources = _override_sources(scale_name, member, arm)
+                    for problem in validation_problems(exc, file, lines, merged, ExperimentSpec,
+                                                       (), sources):
                         if problem not in problems:
                             problems.append(problem)
     if problems:
         raise SpecError(problems)
-    loaded = LoadedClaim(claim, path, units, lines)
-    problems += (_curve_problems(claim, units, file, lines) + _batch_problems(loaded)
+    loaded = LoadedClaim(claim, path, by_scale, lines)
+    problems += (_curve_problems(claim, by_scale, file, lines) + _batch_problems(loaded)
                  + _zero_step_problems(loaded))
     if not problems and limits is not None:
         problems += check(loaded, limits)
@@ -232,10 +238,9 @@ def _expand_grid(data: dict[str, Any], file: str, lines: LineMap) -> dict[str, A
 
 def _cells_from_grid(data: dict[str, Any], entries: dict[str, list[Setting]] | None,
                      file: str, lines: LineMap) -> None:
-    """A criterion that places arms in the grid (`grid_axes: {x: <axis>, y: <axis>}`, y
-    optional: phase_order's) gets `cells: {arm: [x, y]}` written out from the generated
-    entries (None: the claim has no grid), so a 10 × 10 diagram need not list its 100 cells
-    by hand."""
+    """A criterion's `grid_axes: {x: <axis>, y: <axis>}` (y optional) written out as `cells:
+    {arm: [x, y]}` from the grid's entries (None: the claim has no grid), so a 10 × 10 diagram
+    need not list its 100 cells by hand."""
     crit = data.get("criterion")
     if not isinstance(crit, dict) or "grid_axes" not in crit:
         return
@@ -273,7 +278,7 @@ def _zero_step_problems(loaded: LoadedClaim) -> list[Problem]:
     metric = loaded.claim.metric
     if metric.kind != "time":
         return []
-    return loaded.unit_problems(
+    return loaded.experiment_problems(
         (scale, member, arm, ("training", "steps"),
          f"a budget of 0 steps measures the initialisation only, and {metric.name!r} is a "
          f"time to an event; read step 0 with a value metric (curve_at with step: 0, "
@@ -284,7 +289,7 @@ def _zero_step_problems(loaded: LoadedClaim) -> list[Problem]:
 def _batch_problems(loaded: LoadedClaim) -> list[Problem]:
     """A batch larger than the training set would silently train full batch: refused, at
     every scale × member × arm (p and train_frac may differ between them)."""
-    return loaded.unit_problems(
+    return loaded.experiment_problems(
         (scale, member, arm, ("training", "batch_size"),
          f"batch_size {exp.training.batch_size} exceeds the {n_train} training "
          f"{'pairs' if exp.task.inputs == 'pairs' else 'rows'} of this split "
@@ -379,13 +384,13 @@ def _claim_metrics(claim: Claim) -> list[tuple[Path_, _Metric]]:
     return out
 
 
-def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
+def _curve_problems(claim: Claim, by_scale: dict[str, MemberArms], file: str,
                     lines: LineMap) -> list[Problem]:
     """Every curve a metric reads must be recorded by every arm it is read from (the arms the
     criterion compares, at every scale and family member)."""
     problems: list[Problem] = []
     read = set(claim.criterion.arms())
-    resolved = [(scale, member, arm, set(exp.curves())) for scale, members in units.items()
+    resolved = [(scale, member, arm, set(exp.curves())) for scale, members in by_scale.items()
                 for member, arms in members.items() for arm, exp in arms.items() if arm in read]
     for where, metric in _claim_metrics(claim):
         for key, curve in metric.curve_fields().items():
@@ -393,8 +398,7 @@ def _curve_problems(claim: Claim, units: dict[str, Units], file: str,
             if not lacking:
                 continue
             known = sorted(lacking[0][3])
-            hint = difflib.get_close_matches(curve, known, n=1)
-            did = f" (did you mean {hint[0]!r}?)" if hint else ""
+            did = did_you_mean(curve, known)
             if len(lacking) == len(resolved):
                 message = f"unknown curve {curve!r}{did}; the experiment records: "
             else:

@@ -3,7 +3,6 @@ what was expected, and a "did you mean"."""
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -12,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import ValidationError
 
-from grokverify.claim.base import kind_of
+from grokverify.claim.base import did_you_mean, kind_of
 from grokverify.claim.metrics import MetricSpec
 from grokverify.claim.yamlio import LineMap, Path_, Problem, dotted
 from grokverify.kinds import CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES
@@ -63,6 +62,7 @@ def _allowed_keys(model: Any, path: Path_, data: Any) -> list[str]:
 
 
 def _unwrap(annotation: Any, node: Any) -> Any:
+    """The model an annotation stands for at `node` (a tagged union's branch by its tag)."""
     args = typing.get_args(annotation)
     if typing.get_origin(annotation) is Annotated:
         return _unwrap(args[0], node)
@@ -82,7 +82,9 @@ def _unwrap(annotation: Any, node: Any) -> Any:
 
 
 def validation_problems(exc: ValidationError, file: str, lines: LineMap, data: Any, model: Any,
-              prefix: Path_, sources: list[Path_] | None = None) -> list[Problem]:
+                        prefix: Path_, sources: list[Path_] | None = None) -> list[Problem]:
+    """`exc`'s errors for `data` (validated as `model`, found at `prefix`) as problems at their
+    lines; with `sources`, each blamed on the most specific override that writes its field."""
     out: list[Problem] = []
     errors = exc.errors()
     paths = [_data_path(err["loc"], data) for err in errors]
@@ -105,14 +107,10 @@ def validation_problems(exc: ValidationError, file: str, lines: LineMap, data: A
                 message = f"required field is missing; one of: {known}"
             else:
                 tag = str(err["ctx"]["tag"])
-                hint = difflib.get_close_matches(tag, list(registry), n=1)
-                did = f" (did you mean {hint[0]!r}?)" if hint else ""
-                message = f"unknown {what} {tag!r}{did}; known: {known}"
+                message = f"unknown {what} {tag!r}{did_you_mean(tag, registry)}; known: {known}"
         elif err["type"] == "extra_forbidden":
             allowed = _allowed_keys(model, path[:-1], data)
-            hint = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-            message = f"unknown key {path[-1]!r}"
-            message += f" (did you mean {hint[0]!r}?)" if hint else ""
+            message = f"unknown key {path[-1]!r}{did_you_mean(str(path[-1]), allowed)}"
             message += f"; allowed here: {', '.join(allowed)}" if allowed else ""
         elif err["type"] == "missing":
             message = "required field is missing"
@@ -225,6 +223,8 @@ def _is_union_tag(part: Any, node: Any) -> bool:
 
 
 def deepest_defined(lines: LineMap, path: Path_) -> Path_:
+    """The longest prefix of `path` the file writes (a problem's line when nobody wrote the
+    field itself)."""
     for end in range(len(path), 0, -1):
         if lines.has(path[:end]):
             return path[:end]

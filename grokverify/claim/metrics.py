@@ -1,13 +1,7 @@
-"""Metrics a claim can name: the per-seed quantity its criterion judges, as spec classes.
-
-A metric spec names the metric and its parameters; `grokverify.stats.metrics` registers the function
-that computes it from a seed's record under the same name. Two kinds, fixed per class:
-
-* ``time``: a time to an event (>= 0), right-censored at the budget when the event never happens;
-  ``on_diverged`` says whether a diverged seed is censored at the budget or left out.
-* ``value``: a signed per-seed number read off the record's curves, never censored; a diverged
-  seed is left out (its curves stop early, so a window or a final value would mean something
-  else for it), and so is a seed for which the value is undefined. Both are counted.
+"""Metrics a claim can name: the per-seed quantity its criterion judges, as spec classes, each
+registered with the function that computes it from a seed's record (`grokverify.stats.metrics`).
+A metric is of one kind, fixed per class: a `time` to an event (censored at the budget) or a
+signed `value` read off the curves (never censored); docs/verdicts.md, "Metrics and their kinds".
 """
 
 from __future__ import annotations

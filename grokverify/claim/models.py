@@ -1,11 +1,10 @@
-"""Model kinds a claim can name, with their settings. The networks themselves are
-`grokverify.engine.models` (one plain nn.Module per kind, registered under the same name).
+"""Model kinds a claim can name, with their settings, each registered with its network
+(`grokverify.engine.models`, one plain nn.Module per kind).
 
-Each spec names the model's *roles*: the parameters a probe or an intervention can refer to
-without knowing the model ("E", the token embedding; "W", the first weight matrix), so that
-load-time checks (does this model have an embedding?) need no torch; and its *size* (`size`):
-what one seed holds and computes, from which `grokverify.claim.budget` estimates a trial's memory
-and compute before anything is allocated.
+Each spec names the model's *roles*, the parameters a probe or an intervention can refer to
+without knowing the model ("E", the token embedding; "W", the first weight matrix), so load-time
+checks need no torch; and its *size*: what one seed holds and computes, from which
+`grokverify.claim.budget` estimates a trial's memory and compute before anything is allocated.
 """
 
 from __future__ import annotations
@@ -88,11 +87,9 @@ class EmbedMLPSpec(ModelSpec):
         return ModelSize((p + 2) * self.d + macs + self.hidden + n_classes, macs, self.widest())
 
     def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
-        """A pass of at least p rows takes the engine's fast path (`grokverify.engine.fast`):
-        fc1's input is never built, its output comes from (2p, hidden) operand tables (with
-        their gradients when training); fewer rows take the derived form, which keeps the
-        gathered tokens, fc1's output and its ReLU. Both keep the logits and their log-softmax,
-        and when training a gradient of each."""
+        """At least p rows take the engine's fast path (`grokverify.engine.fast`: fc1's output
+        from (2p, hidden) operand tables); fewer keep the gathered tokens, fc1's output and its
+        ReLU. Both keep the logits and their log-softmax (and when training a gradient of each)."""
         d, h, c = self.d, self.hidden, n_classes
         if rows >= p:
             per_row, tables = (3 * h + 4 * c, 6 * p * h) if backward else (h + 2 * c, 2 * p * h)
@@ -199,9 +196,8 @@ class TransformerSpec(ModelSpec):
     Dropout (`dropout`, p; default 0, none) sits where openai/grok puts it: on each block's MLP
     output before its residual add, x = LN(x + Dropout(MLP(x))), and nowhere else (not on the
     embeddings, the attention weights or the attention output; grok's attention dropout is
-    commented out). Training steps only: evaluation and probes run without it. Its masks are
-    drawn per seed and step from the seed's own "dropout" stream, never under vmap's
-    randomness, so a seed trains the same alone or in any batch (docs/determinism.md)."""
+    commented out). Training steps only: evaluation and probes run without it. A seed's masks
+    are its own, so it trains the same alone or in any batch (docs/determinism.md)."""
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
     kind: Literal["transformer"]
@@ -239,13 +235,9 @@ class TransformerSpec(ModelSpec):
         return ModelSize(p * d + n * block + d * n_classes + 2 * d, macs, self.widest())
 
     def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
-        """Training keeps, per row and block, both positions' input, q, k, v, attention output,
-        its projection, two LayerNorm outputs, the MLP's output (9d floats a position), the
-        MLP's hidden layer and its ReLU (2·mlp), and each head's scores and weights; then the
-        logits and their log-softmax; and a gradient of each. An evaluation (no graph) holds at
-        its peak about one block's working set: the input, q, k, v (4d a position), the MLP's
-        hidden layer and ReLU, the scores, and the logits. With dropout, training also holds
-        each block's mask and masked MLP output (2 · 2d a block)."""
+        """Training keeps, per row and block, 9d floats a position, the MLP's hidden layer and
+        ReLU, each head's scores and weights (and dropout's masks), the logits, and a gradient of
+        each; an evaluation holds about one block's working set at its peak."""
         d, m, h = self.d, self.mlp, self.heads
         if backward:
             masks = 4 * d if self.dropout > 0 else 0

@@ -3,7 +3,7 @@ that belong to some of them only."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -16,7 +16,7 @@ STATE_COPIES: dict[str, int] = {"adam": 2, "adamw": 2, "sgd": 1}
 OPTIMIZER_NAMES = tuple(STATE_COPIES)
 
 # Settings of some optimizers only. Set for another one they are an error (not ignored); an arm
-# that changes `name` drops the ones the new optimizer lacks.
+# that changes `name` drops the ones the new optimizer lacks (`OptimizerSpec.renamed`).
 ONLY_FOR: dict[str, tuple[str, ...]] = {
     "betas": ("adam", "adamw"), "eps": ("adam", "adamw"),
     "momentum": ("sgd",), "nesterov": ("sgd",)}
@@ -50,17 +50,13 @@ class OptimizerSpec(StrictModel):
             raise ValueError(f"betas must lie in [0, 1), got {list(v)}")
         return v
 
-    # Settings of some optimizers only. Set for another one they are an error (not ignored);
-    # an arm that changes `name` drops the ones the new optimizer lacks (`deep_merge`).
-    ONLY_FOR: ClassVar[dict[str, tuple[str, ...]]] = ONLY_FOR  # noqa: PIE794
-
     @property
     def embedding_lr(self) -> float:
         return self.lr * self.emb_lr_mult if self.emb_lr is None else self.emb_lr
 
     @model_validator(mode="after")
     def _fields_apply(self) -> OptimizerSpec:
-        for key, names in self.ONLY_FOR.items():
+        for key, names in ONLY_FOR.items():
             default = type(self).model_fields[key].default
             if self.name not in names and getattr(self, key) != default:
                 raise ValueError(f"{key} applies to {'/'.join(names)} only, not {self.name}")
@@ -73,4 +69,4 @@ class OptimizerSpec(StrictModel):
     @classmethod
     def renamed(cls, base: dict[str, Any], name: Any) -> dict[str, Any]:
         """`base` without the settings that optimizer `name` does not have."""
-        return {k: v for k, v in base.items() if name in cls.ONLY_FOR.get(k, (name,))}
+        return {k: v for k, v in base.items() if name in ONLY_FOR.get(k, (name,))}

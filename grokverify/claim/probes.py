@@ -1,10 +1,9 @@
 """Probes a claim can declare: named per-seed measurements recorded during training as curves.
 
 A probe spec names the probe, how often it is measured (`every` steps, from step 0) and its
-arguments; `grokverify.engine.probes` registers the seed-batched function under the same name.
-Each spec says which curves it records (dotted names, e.g. "sigma_max.E"), which model roles it
-reads, and whether it reads the parameters (state after `step` updates) or the gradient of the
-step's minibatch loss taken from that state.
+arguments, and is registered with the seed-batched function that measures it (docs/extending.md).
+Each says which curves it records (dotted names, e.g. "sigma_max.E"), which model roles it
+reads, and what state it reads (`ProbeSpec.reads`).
 """
 
 from __future__ import annotations
@@ -61,8 +60,8 @@ class ProbeSpec(StrictModel):
     def roles_needed(self) -> tuple[str, ...]:
         raise NotImplementedError
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        """Why this probe cannot measure the task (None: it can)."""
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        """Why this probe cannot measure the task, refused at load (None: it can)."""
         return None
 
 
@@ -153,7 +152,7 @@ class FourierShareSpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ("E",)
 
-    def misfit(self, task: ProbeTask) -> str | None:
+    def cannot_measure(self, task: ProbeTask) -> str | None:
         p = task.p
         n = p // 2 + (0 if self.exclude_dc else 1)
         if self.k > n:
@@ -280,12 +279,9 @@ class ParallelogramSpec(_DefectSpec):
     form), gets NaN in every curve.
 
     The task must be paper 2's: op add, modular false (the parallelograms are those of the plain
-    sum), p ≥ 3 (p = 2 has no parallelogram) and p ≤ 64 (cost). Computed on the host in numpy,
-    one seed at a time (memory |P0|·d per seed), so each probe point synchronises with the
-    device; the implied set is computed once per training set and cached. Measured per call,
-    8 seeds, train_frac 0.5, on a shared 2-core CPU: p = 10: 0.4 ms (emb_dim 1 or 8); p = 31:
-    0.6 ms (emb_dim 1), 2.5 ms (emb_dim 8); p = 60: 2.4 ms, 12 ms. The first call adds the
-    implied sets: 5 ms at p = 10, 0.1 s at p = 31, 1.2 s at p = 60."""
+    sum), p ≥ 3 (p = 2 has no parallelogram) and p ≤ 64 (cost). Computed on the host, a seed at a
+    time: at p = 60 about 2.4 ms a call for 8 seeds of emb_dim 1 (12 ms at emb_dim 8), plus 1.2 s
+    once per training set."""
 
     name: Literal["parallelogram"]
 
@@ -293,13 +289,13 @@ class ParallelogramSpec(_DefectSpec):
         return [f"parallelogram.{c}" for c in ("rqi", "acc", "acc_test", "unimplied",
                                                "unimplied_share")]
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        return paper2_misfit("parallelogram", task)
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        return not_paper2_sum("parallelogram", task)
 
 
-def paper2_misfit(probe: str, task: ProbeTask) -> str | None:
-    """Why a probe of paper 2's parallelogram algebra cannot measure the task: its
-    parallelograms i + j = m + n are those of the plain sum over 0..p-1 (None: it can)."""
+def not_paper2_sum(probe: str, task: ProbeTask) -> str | None:
+    """Why `task` is not the plain sum over 0..p-1 whose parallelograms i + j = m + n paper 2's
+    probes measure (None: it is)."""
     if task.op != "add" or task.modular:
         return (f"{probe}: needs paper 2's sum task (op add, modular false), got op "
                 f"{task.op!r}, modular {str(task.modular).lower()}: its parallelograms "
@@ -336,8 +332,8 @@ class ParallelogramNullitySpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ()  # the split only
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        return paper2_misfit("parallelogram_nullity", task)
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        return not_paper2_sum("parallelogram_nullity", task)
 
 
 @PROBES.register("grokverify.engine.probes:sample_fraction")
@@ -346,9 +342,8 @@ class SampleFractionSpec(ProbeSpec):
     N = p(p + 1)/2 samples (i, j), i ≤ j, of the toy ((a, b) and (b, a) one sample, as in
     `parallelogram`): the x of Fig. 4a, a train_frac's realised value round(train_frac · N)/N,
     which differs from the nominal one by up to 1/(2N). Curve `sample_fraction`. A property of
-    the split alone (no role, any model, constant over training; read at step 0); its own probe
-    rather than a curve of `parallelogram_nullity`, so that records already stored under that
-    probe's experiments stay complete. Same task check as `parallelogram`."""
+    the split alone (no role, any model, constant over training; read at step 0). Same task
+    check as `parallelogram`."""
 
     name: Literal["sample_fraction"]
 
@@ -358,8 +353,8 @@ class SampleFractionSpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ()  # the split only
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        return paper2_misfit("sample_fraction", task)
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        return not_paper2_sum("sample_fraction", task)
 
 
 @PROBES.register("grokverify.engine.probes:impermissible")
@@ -382,8 +377,8 @@ class ImpermissibleSpec(_DefectSpec):
     def curves(self) -> list[str]:
         return ["impermissible.count", "impermissible.min_gap"]
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        return paper2_misfit("impermissible", task)
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        return not_paper2_sum("impermissible", task)
 
 
 @PROBES.register("grokverify.engine.probes:effective")
@@ -415,8 +410,8 @@ class EffectiveSpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ("E",)
 
-    def misfit(self, task: ProbeTask) -> str | None:
-        return paper2_misfit("effective", task)
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        return not_paper2_sum("effective", task)
 
 
 @PROBES.register("grokverify.engine.probes:pca")
@@ -451,7 +446,7 @@ class PCASpec(ProbeSpec):
     def roles_needed(self) -> tuple[str, ...]:
         return ("E",)
 
-    def misfit(self, task: ProbeTask) -> str | None:
+    def cannot_measure(self, task: ProbeTask) -> str | None:
         if task.p < 3:
             return (f"pca: needs p >= 3, got p = {task.p} (two tokens are in circular order "
                     "whatever E is)")

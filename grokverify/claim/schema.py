@@ -22,8 +22,6 @@ class SourceSpec(StrictModel):
     quote: str = Field(min_length=1, description="the source's own words")
 
 
-
-
 AnyCriterion = CRITERIA.union()
 
 
@@ -78,9 +76,8 @@ class TrendSpec(StrictModel):
 
 class FamilySpec(StrictModel):
     """One comparison per member (e.g. per task), combined into one verdict by what the family
-    claims (`grokverify.stats.family`): ``all`` (the effect holds on every member) or ``any`` (on
-    some
-    members: which ones). No ``each``: in English it reads as "all" as readily as "any"."""
+    claims (docs/verdicts.md, "Families"): ``all`` (the effect holds on every member) or ``any``
+    (on some members: which ones). No ``each``: in English it reads as "all" as readily as "any"."""
 
     claims: Literal["all", "any"] = Field(
         "all", description="all: the effect holds on every member (intersection-union test: "

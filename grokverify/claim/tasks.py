@@ -37,8 +37,8 @@ class TaskOp:
         raise NotImplementedError
 
     @staticmethod
-    def misfit(task: _Task) -> str | None:
-        """Why the operation cannot be this task (None: it can)."""
+    def undefined_for(task: _Task) -> str | None:
+        """Why the operation is undefined for this task, refused at load (None: it is defined)."""
         return None
 
 
@@ -79,7 +79,7 @@ class Div(TaskOp):
         return p
 
     @staticmethod
-    def misfit(task: _Task) -> str | None:
+    def undefined_for(task: _Task) -> str | None:
         if not task.modular or not _is_prime(task.p):
             return "op 'div' needs modular: true and a prime p (modular inverse)"
         return None
@@ -105,7 +105,7 @@ class S3(TaskOp):
         return p
 
     @staticmethod
-    def misfit(task: _Task) -> str | None:
+    def undefined_for(task: _Task) -> str | None:
         if task.p != 6 or task.unordered:
             return ("op 's3' (paper 2's App. H: composing the 6 permutations of three things) "
                     "needs p: 6 and unordered: false (it is not commutative)")
@@ -228,7 +228,7 @@ class TaskSpec(StrictModel):
         if self.test_frac is not None and self.train_frac + self.test_frac > 1 + 1e-9:
             raise ValueError(f"train_frac + test_frac must be <= 1, got "
                              f"{self.train_frac} + {self.test_frac}")
-        if why := TASKS[self.op].misfit(self):
+        if why := TASKS[self.op].undefined_for(self):
             raise ValueError(why)
         n, n_train, n_val = split_sizes(self)
         if n_train < 1 or n_val < 1:

@@ -206,10 +206,9 @@ def _limit(file: str, mark: yaml.Mark, message: str, here: Path_ = ()) -> SpecEr
 
 
 def _checked_events(text: str, file: str) -> list[yaml.Event]:
-    """pyyaml's events, refusing explicit non-core tags and too-deep or too-big documents: the
-    event stream (unlike `yaml.compose` and `_build`) is not recursive and does not expand
-    aliases; each anchored node's expanded size and height is summed as its events go by, so
-    an alias bomb is refused at the alias that crosses MAX_NODES without being expanded."""
+    """pyyaml's events, refusing non-core tags and too-deep or too-big documents. The event
+    stream neither recurses nor expands aliases; each anchor's expanded size and height are
+    summed as its events go by, so an alias bomb is refused at the alias that crosses MAX_NODES."""
     events: list[yaml.Event] = []
     expanded: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, height) once expanded
     open_: list[list[Any]] = []  # the collections being read: [anchor, nodes, height]

@@ -1,35 +1,12 @@
-"""The seed-batched form of any model, derived from its plain definition.
+"""The seed-batched form of any model, derived from its plain definition: each seed's plain
+module is built from its own streams, its parameters are stacked along a leading seed axis
+(`torch.func.stack_module_state`), and the forward is the plain forward under `torch.func.vmap`
+(a fast path, `grokverify.engine.fast`, may replace it with the same function).
 
-S seeds of one model are one `BatchedModel`: each seed's plain module is built and initialised
-from its own streams, then every parameter is stacked along a leading seed dimension
-(`torch.func.stack_module_state`), and the forward pass is the plain module's forward under
-`torch.func.vmap` (`functional_call` with each seed's parameters). So a model is written once;
-a fast path (`grokverify.engine.fast`, handed in by the trainer) may replace the forward or the
-whole training step for a model kind where a benchmark shows it earns its place, computing the
-same function from the same parameters.
-
-The loss is the sum over seeds of each seed's mean loss, weighted 1 (training) or 0 (diverged,
-or the ghost below), so each seed gets exactly its own gradient.
-
-A model with randomness in its training forward (dropout: `Model.step_noise`) gets it per
-training step from each seed's own generator (`Model.noise_generator`, one per batch member,
-advanced once per step), stacked over the seeds and handed to the plain forward under vmap: a
-seed's draws depend on its seed and its step alone, never on its batch-mates or torch's global
-generator. Such a step takes the derived form (a fast path knows no noise); evaluation and
-probes run without noise.
-
-Bit-identity of a seed alone and in any batch (docs/determinism.md) needs two precautions:
-- CPU elementwise kernels, the fused optimizers among them, finish a tensor's last
-  (numel mod vector width) elements with scalar code that rounds differently. A parameter whose
-  per-seed size is not a multiple of `_ALIGN` elements is therefore stored flat, zero-padded to
-  a multiple of `_ALIGN`, and viewed as (S, ...): no seed's elements are ever in a tail. The
-  padding gets no gradient and stays 0.
-- torch turns a matrix product with one matrix in the batch and one output column into a
-  matrix-vector product, which MKL rounds differently from the batched product. A batch never
-  has one seed: a lone seed trains beside a ghost copy of itself whose loss weight is 0 and
-  whose results are dropped. (With two or more matrices, MKL's batched products round the same
-  for any batch size, rank-1 and matrix-vector shapes included.)
-"""
+The training loss is the sum over seeds of each seed's mean loss weighted 1 (training) or 0
+(diverged, or a lone seed's ghost), so each seed gets exactly its own gradient; a seed trains the
+same alone and in any batch (padding, ghost: docs/determinism.md, batch-invariance), with its
+training-step noise (dropout) from its own generator."""
 
 from __future__ import annotations
 
@@ -43,9 +20,10 @@ from torch.func import functional_call, stack_module_state, vmap
 from grokverify.claim.models import ModelSpec
 from grokverify.engine.heads import Head
 from grokverify.engine.models import DataShape, Model
+from grokverify.engine.streams import to_device
 from grokverify.kinds import MODELS
 
-_ALIGN = 64
+_ALIGN = 64  # elements (the fused optimizers finish a tensor in scalar code: `_padded_leaf`)
 
 FastForward = Callable[["BatchedModel", Tensor, Tensor], "Tensor | None"]
 FastStep = Callable[["BatchedModel", Tensor, Tensor, Tensor, Tensor], "Tensor | None"]
@@ -60,6 +38,9 @@ class FastPath:
 
 
 def _padded_leaf(t: Tensor) -> nn.Parameter:
+    """The stacked (S, ...) tensor as a leaf in which no seed's element lies in a kernel's scalar
+    tail: flat and zero-padded to a multiple of `_ALIGN` (the padding gets no gradient, stays 0)
+    unless each seed's size is already a multiple."""
     if t[0].numel() % _ALIGN == 0:
         return nn.Parameter(t.contiguous())
     flat = t.new_zeros(-(-t.numel() // _ALIGN) * _ALIGN)
@@ -68,13 +49,19 @@ def _padded_leaf(t: Tensor) -> nn.Parameter:
 
 
 def batch_members(seeds: list[int]) -> list[int]:
-    """The seeds a batch trains: the given ones, plus a ghost copy of a lone seed."""
+    """The seeds a batch trains: the given ones, plus a ghost copy of a lone seed (MKL rounds a
+    one-matrix batched product differently; the ghost's loss weight is 0, its results dropped)."""
     return list(seeds) + list(seeds[:1]) if len(seeds) == 1 else list(seeds)
 
 
 def seed_view(t: Tensor, shape: torch.Size) -> Tensor:
     """A leaf (or its gradient, or an optimizer state shaped like it) as (S, ...)."""
     return t if t.shape == shape else t[:shape.numel()].view(shape)
+
+
+def per_seed(values: Tensor, like: Tensor) -> Tensor:
+    """(S,) values viewed to broadcast over a (S, ...) tensor like `like`."""
+    return values.view(-1, *[1] * (like.dim() - 1))
 
 
 class BatchedModel(nn.Module):
@@ -89,7 +76,6 @@ class BatchedModel(nn.Module):
         cls = MODELS.of(spec)
         self.spec, self.shape, self.model_class = spec, shape, cls
         self.seeds = list(seeds)
-        # the seeds trained: the real ones, plus a ghost copy when there is only one
         self.members = batch_members(self.seeds)
         modules = [cls.for_seed(spec, shape, s).to(dtype) for s in self.members]
         params, buffers = stack_module_state(modules)  # type: ignore[arg-type]
@@ -140,6 +126,10 @@ class BatchedModel(nn.Module):
         """The parameter that plays `role` ("E", "W") in this model."""
         return self.model_class.roles[role]
 
+    def role_param(self, role: str) -> Tensor:
+        """The parameter that plays `role`, as (S, ...)."""
+        return self.param(self.role(role))
+
     def buffer(self, name: str) -> Tensor | None:
         key = self._buffer_names.get(name)
         return None if key is None else getattr(self, key)
@@ -174,22 +164,15 @@ class BatchedModel(nn.Module):
         return self._vmapped(self.params(), self.buffers_by_name(), a, b)
 
     def step_noise(self, rows: int) -> dict[str, Tensor]:
-        """The next training step's noise for a minibatch of `rows` examples a seed: each
-        member's `Model.step_noise` from its own generator, stacked to (S, ...) in the
-        parameters' dtype and device; empty for a model without noise (nothing drawn). Drawn
-        on the CPU (the seed's generator); on a GPU copied from pinned memory without waiting
-        for the device."""
+        """The next training step's noise for `rows` examples a seed: each member's
+        `Model.step_noise` from its own generator, stacked to (S, ...) in the parameters' dtype
+        and device; empty for a model without noise (nothing drawn)."""
         draws = [self.skeleton.step_noise(gen, rows) for gen in self._noise_gens]
         if not draws or not draws[0]:
             return {}
         leaf = self.leaves[0]
-        noise: dict[str, Tensor] = {}
-        for k in draws[0]:
-            t = torch.stack([d[k] for d in draws])
-            if leaf.device.type == "cuda":
-                t = t.pin_memory()
-            noise[k] = t.to(device=leaf.device, dtype=leaf.dtype, non_blocking=True)
-        return noise
+        return {k: to_device(torch.stack([d[k] for d in draws]), leaf.device, leaf.dtype)
+                for k in draws[0]}
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         fast = self.fast_path.forward
@@ -207,9 +190,9 @@ class BatchedModel(nn.Module):
         return self.head.mean_loss(out, y, self._targets())
 
     def loss_and_grads(self, a: Tensor, b: Tensor, y: Tensor, weight: Tensor) -> Tensor:
-        """A training step's forward and backward: the per-seed losses (S,), detached, with every
-        leaf's .grad set (not accumulated) to the gradient of sum_i weight_i * loss_i. Draws
-        the step's noise, if the model has any (then through the derived form)."""
+        """A training step: the per-seed losses (S,), detached, with every leaf's .grad set (not
+        accumulated) to the gradient of sum_i weight_i * loss_i. A step with noise takes the
+        derived form (a fast path knows no noise)."""
         noise = self.step_noise(a.shape[1])
         step = self.fast_path.step
         loss = step(self, a, b, y, weight) if step is not None and not noise else None

@@ -14,7 +14,7 @@ from torch import Tensor
 from grokverify.claim.tasks import AnyTask, ImageTaskSpec, TaskSpec
 from grokverify.engine.datasets import load
 from grokverify.engine.models import DataShape
-from grokverify.engine.streams import torch_generator
+from grokverify.engine.streams import to_device, torch_generator
 from grokverify.engine.tasks import build_dataset, image_split
 
 Pairs = tuple[Tensor, Tensor, Tensor]  # a, b, y, each (S, n)
@@ -74,8 +74,6 @@ _BUILDERS: dict[str, Callable[..., tuple[DataShape, Pairs, Pairs]]] = {
 }
 
 
-
-
 class Batches:
     """Per-seed minibatch positions: a stream of concatenated random permutations of each seed's
     training rows, cut into consecutive batches (batches may straddle epochs)."""
@@ -99,6 +97,4 @@ class Batches:
             self.buffer = torch.cat([self.buffer, fresh], dim=1)
         out, self.buffer = self.buffer[:, :need], self.buffer[:, need:]
         out = out.view(len(self.gens), n_steps, self.batch).transpose(0, 1).contiguous()
-        if self.device.type == "cuda":
-            return out.pin_memory().to(self.device, non_blocking=True)
-        return out.to(self.device)
+        return to_device(out, self.device)

@@ -1,12 +1,8 @@
-"""The user's copy of an image dataset (`grokverify.claim.tasks.IMAGE_DATASETS`): found in the
-folder `--data-dir` or the GROKVERIFY_DATA_DIR environment variable names (the files themselves,
-or a sub-folder named after the dataset), read from its standard IDX files, checked, and
-identified by a digest of what was read. Nothing is downloaded and nothing is made up: without the
-files a claim that needs them is skipped with this module's message (`MissingData`).
-
-The digest is part of every record's key (`grokverify.store.key_inputs`), so records of one
-claim made from two different copies (the full files, a subset) never mix, and a Ray worker
-whose files differ from the driver's refuses before it trains."""
+"""The user's copy of an image dataset (`grokverify.claim.tasks.IMAGE_DATASETS`): its standard
+IDX files, found in the folder `--data-dir` or GROKVERIFY_DATA_DIR names (or its sub-folder named
+after the dataset), checked, and identified by a digest of what was read, which keys every record
+made from them (docs/store.md). Nothing is downloaded or made up: without the files a claim that
+needs them is skipped with this module's message (`MissingData`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
-"""Fast paths: hand-batched computation for the hot model kinds.
-
-A fast path computes the same function as the plain definition (`grokverify.engine.models`)
-from the same stacked parameters, with its sums in another order (tests/test_engine_equivalence.py
-checks each against the derived form in float64 and against plain per-seed training). It gives a
-`forward` (used for evaluation, and for training through autograd) and may give a whole training
-`step` (loss and gradients without an autograd graph: on a small model autograd's per-node cost
-and Python, which also hold the GIL the other shards' threads wait for, are a large share of a
-step). Either may decline (return None) and leave the next way to run: step, then forward
-through autograd, then the derived form. Each stays only while `benchmarks/throughput.py` shows
-it gains at least 15% over the derived form in the same run (benchmarks/README.md). Which path
-runs depends on the model and the batch's shape only, never on the number of seeds, so a seed's
-record is the same in any chunk.
+"""Fast paths: hand-batched computation for the hot model kinds, the plain definition's function
+from the same stacked parameters with its sums in another order (checked against the derived
+form in float64). A `forward` serves evaluation and autograd training; a `step` gives loss and
+gradients without an autograd graph (on a small model, autograd's per-node cost and the GIL the
+other shards wait for are much of a step). Either may decline (None): step, then forward, then
+the derived form. Which path runs depends on the model and batch shape only, never on the number
+of seeds. Each stays while benchmarks/throughput.py shows it gains at least 15%.
 """
 
 from __future__ import annotations
@@ -33,29 +27,21 @@ def _stacked_rows(a: Tensor, b: Tensor, rows_per_seed: int, b_offset: int = 0) -
 
 
 class _OperandTableReLU(torch.autograd.Function):
-    """Paper 1's first layer and its ReLU, relu(x @ W1ᵀ + b1) with x = [E[a], E[op], E[b], E[=]],
-    as table lookups (for batches of at least p rows).
-
-    An operand takes only p values, so E[a] @ W_aᵀ is a row of the (p, H) table
-    Ta = E[:p] @ W_aᵀ (W_a: W1's columns for the first token), likewise Tb for b; the op and "="
-    tokens are the same in every example, so their part is one vector per seed, folded into the
-    bias with b1. relu(x @ W1ᵀ + b1) = relu(Ta'[a] + Tb[b]), Ta' = Ta + bias. Building the tables
-    costs 2·p·d·H multiply-adds per seed instead of the batch's B·4d·H, and the lookup-and-sum
-    is one memory pass (`embedding_bag`). Backward: the output gradient's rows are summed into
-    the tables' rows (index_add), then the weight and embedding gradients are (p, H) matmuls;
-    the bias gradient is the sum of Ta's gradient rows (each example adds to exactly one).
-    `rows` (S·B, 2) holds each example's rows in the stacked (S·2p, H) tables.
-    """
+    """Paper 1's relu(x @ W1ᵀ + b1), x = [E[a], E[op], E[b], E[=]], as relu(Ta'[a] + Tb[b]): an
+    operand takes p values, so (p, H) tables Ta' = E[:p] W_aᵀ + bias (op and "=" fold into the
+    bias) and Tb = E[:p] W_bᵀ cost 2·p·d·H multiply-adds a seed instead of B·4d·H."""
 
     @staticmethod
     def forward(ctx: torch.autograd.function.FunctionCtx, emb: Tensor, w1: Tensor, b1: Tensor,
                 rows: Tensor, p: int) -> Tensor:
+        # rows (S·B, 2): each example's rows in the tables stacked over the seeds, (S·2p, H)
         s, _, d = emb.shape
         w_a, w_op, w_b, w_eq = (w1[:, :, i * d:(i + 1) * d].transpose(1, 2) for i in range(4))
         e_ops = emb[:, :p]
         bias = torch.baddbmm(b1.unsqueeze(1), emb[:, p:p + 1], w_op)
         bias = torch.baddbmm(bias, emb[:, p + 1:p + 2], w_eq)  # (S, 1, H)
         table = torch.cat([torch.baddbmm(bias, e_ops, w_a), torch.bmm(e_ops, w_b)], dim=1)
+        # the lookup-and-sum in one memory pass
         h = F.embedding_bag(rows, table.view(s * 2 * p, -1), mode="sum").relu_()
         ctx.save_for_backward(emb, w1, rows, h)
         ctx.p = p  # type: ignore[attr-defined]
@@ -69,6 +55,8 @@ class _OperandTableReLU(torch.autograd.Function):
         s, _, d = emb.shape
         hidden = h.shape[-1]
         grad = torch.where(h > 0, grad.reshape(h.shape), 0.0)
+        # each example's gradient into its two table rows; the weight and embedding gradients
+        # are then (p, H) products, the bias gradient the sum of Ta's rows (one per example)
         g_table = grad.new_zeros(s * 2 * p, hidden)
         g_table.index_add_(0, rows[:, 0], grad)
         g_table.index_add_(0, rows[:, 1], grad)
@@ -115,11 +103,9 @@ def toy_sum_forward(model: BatchedModel, a: Tensor, b: Tensor) -> Tensor:
 
 
 class _ToyViews:
-    """What the toy's step reads and writes, as views made once: the parameters' (S, ...) views
-    and their transposes, the gradient buffers' views, the last full batch's table rows. Each
-    torch call costs a GIL handoff when shards train on threads side by side, and these ~20
-    view calls a step were a measurable share of it. Valid while the leaves and their .grad
-    buffers are the same tensors (the optimizer updates them in place); rebuilt otherwise."""
+    """The toy step's parameter, transpose, gradient and table-row views, made once: each torch
+    call is a GIL handoff when shards train side by side, and ~20 view calls were a measurable
+    share of a step. Valid while the leaves and their .grad buffers stay the same tensors."""
 
     def __init__(self, model: BatchedModel):
         self.leaves = [(leaf, leaf.grad) for leaf in model.leaves]

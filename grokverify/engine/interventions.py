@@ -22,7 +22,7 @@ from grokverify.claim.interventions import (
     InterventionSpec,
     RescaleEmbeddingSpec,
 )
-from grokverify.engine.batched import BatchedModel
+from grokverify.engine.batched import BatchedModel, per_seed
 from grokverify.engine.probes import sigma_max_of, token_frequency_of
 from grokverify.engine.record import SeedRecord
 from grokverify.engine.sampling import (
@@ -39,11 +39,9 @@ if TYPE_CHECKING:  # the schema must not load before extensions register (docs/e
 
 
 class Shard(Protocol):
-    """What a hook sees of the loop's shard: its batched model, its optimizer (absent in
-    `after_init`, which runs before it is built) and one record per seed in it; its data, the
-    minibatch size and the sampler of minibatch positions (None: full batch), which an
-    intervention may replace in `after_init`; its experiment; `note` records per-seed values as
-    curves."""
+    """What a hook sees of the loop's shard. `optimizer` does not exist yet in `after_init`,
+    where an intervention may replace `batches` (None: full batch); `note` records per-seed
+    values as curves."""
 
     model: BatchedModel
     optimizer: torch.optim.Optimizer
@@ -70,15 +68,16 @@ class Intervention:
     def on_eval(self, shard: Shard, step: int, values: dict[str, np.ndarray]) -> None:
         pass
 
-
-
+    def _mark(self, shard: Shard) -> None:
+        """Record in every seed's events that this intervention acts from step 0."""
+        for rec in shard.records:
+            rec.events[self.spec.name] = 0
 
 
 class FreezeEmbeddings(Intervention):
-    """From a step, E stops training for every seed (`requires_grad` off: no gradient, no
-    update, as a plain model with a frozen embedding). From a per-seed condition, a seed's E is
-    kept at its value from the evaluation at which the condition held: restored after every
-    update (its neighbours in the batch train on; their updates never depend on it)."""
+    """From a step, E stops training for every seed (`requires_grad` off, as a plain model's
+    frozen layer). From a per-seed condition, a seed's E is restored after every update to its
+    value at the evaluation where the condition held (its batch-mates' updates never read it)."""
 
     spec: FreezeEmbeddingsSpec
 
@@ -100,7 +99,7 @@ class FreezeEmbeddings(Intervention):
         if self.spec.from_step is not None and step == self.spec.from_step:
             self._freeze_all(shard, step)
         elif self.frozen is not None:
-            emb = shard.model.param(shard.model.role("E"))
+            emb = shard.model.role_param("E")
             with torch.no_grad():
                 emb.copy_(torch.where(self.frozen, self.saved, emb))
 
@@ -110,14 +109,14 @@ class FreezeEmbeddings(Intervention):
             return
         curve = values[when.curve]
         holds = curve >= when.at_least if when.at_least is not None else curve <= when.at_most
-        emb = shard.model.param(shard.model.role("E"))
+        emb = shard.model.role_param("E")
         new = [i for i, rec in enumerate(shard.records)
                if holds[i] and self.spec.name not in rec.events and not rec.finished]
         if not new:
             return
         mask = torch.zeros(emb.shape[0], dtype=torch.bool, device=emb.device)
         mask[new] = True
-        mask = mask.view(-1, *([1] * (emb.dim() - 1)))
+        mask = per_seed(mask, emb)
         with torch.no_grad():
             if self.frozen is None:
                 self.frozen, self.saved = mask, emb.detach().clone()
@@ -136,26 +135,23 @@ class RescaleEmbedding(Intervention):
 
     def after_init(self, shard: Shard) -> None:
         model = shard.model
-        emb = model.param(model.role("E"))
-        s = emb.shape[0]
+        emb = model.role_param("E")
         with torch.no_grad():
             if self.spec.factor is not None:
-                scale = torch.full((s,), self.spec.factor, dtype=torch.float64,
+                scale = torch.full((emb.shape[0],), self.spec.factor, dtype=torch.float64,
                                    device=emb.device)
             else:
-                target = sigma_max_of(model.param(model.role("W"))) \
+                target = sigma_max_of(model.role_param("W")) \
                     if self.spec.sigma_max == "W" else float(self.spec.sigma_max)  # type: ignore[arg-type]
                 scale = target / sigma_max_of(emb)
-            emb.mul_(scale.to(emb.dtype).view(s, *([1] * (emb.dim() - 1))))
-        for rec in shard.records:
-            rec.events[self.spec.name] = 0
+            emb.mul_(per_seed(scale.to(emb.dtype), emb))
+        self._mark(shard)
 
 
 class GradientSampling(Intervention):
-    """Minibatches drawn with replacement from p_i ∝ exp(L_i²/γ) (`GradientSamplingSpec`): a
-    `WeightedBatches` sampler replaces the shard's uniform one before training, and recomputes
-    each seed's p from its exact per-example gradient norms at steps 0, every, 2·every, ...
-    (`grokverify.engine.sampling`), noting how far p is from uniform each time."""
+    """Minibatches drawn with replacement from p_i ∝ exp(L_i²/γ) (`GradientSamplingSpec`) by a
+    `WeightedBatches` in place of the uniform sampler, p recomputed from exact per-example
+    gradient norms at steps 0, every, 2·every, ..., with a note of how far it is from uniform."""
 
     spec: GradientSamplingSpec
 
@@ -173,19 +169,13 @@ class GradientSampling(Intervention):
         shard.batches = WeightedBatches(shard.model.members, shard.batch,
                                         shard.exp.task.canonical(),
                                         shard.model.leaves[0].device, self.spec.every, refresh)
-        for rec in shard.records:
-            rec.events[self.spec.name] = 0
+        self._mark(shard)
 
 
 class AdaptiveLRRatio(Intervention):
-    """Per-seed embedding learning rates in the one seed-batched optimizer (paper 1's Prop. 4.1
-    recomputed every `every` steps; `AdaptiveLRRatioSpec`). The optimizer keeps its embedding
-    lr, c0 times W's; after each step a seed's change of E is scaled by c_s / c0:
-    E ← E_prev + (c_s / c0) · (E_stepped - E_prev), E_prev being E before the step. Adam's, AdamW's
-    and SGD's (momentum, weight decay) updates are linear in lr and their state does not depend
-    on lr, so this is the run with the embedding's lr at c_s times W's
-    (tests/test_adaptive_lr_ratio.py). c0 is read from the optimizer at each step (a change of
-    the groups' lrs is followed). A seed whose c_s is not finite (diverged) keeps c0."""
+    """Per-seed embedding lrs c_s × W's (paper 1's Prop. 4.1) in one optimizer at c0: E ← E_prev
+    + (c_s / c0)(E_stepped - E_prev) after each step is exact, since Adam's, AdamW's and SGD's
+    updates are linear in lr and their state is free of it; a non-finite c_s keeps c0."""
 
     spec: AdaptiveLRRatioSpec
     curve = "adaptive_lr_ratio.c"
@@ -208,13 +198,12 @@ class AdaptiveLRRatio(Intervention):
         a, b, _ = shard.data.train
         self.freq_ratio = 1.0 / token_frequency_of(a, b, model.shape.p, shard.batch)
         self._recompute(model, 0)
-        self.prev = model.param(model.role("E")).detach().clone()
-        for rec in shard.records:
-            rec.events[self.spec.name] = 0
+        self.prev = model.role_param("E").detach().clone()
+        self._mark(shard)
 
     def _recompute(self, model: BatchedModel, step: int) -> None:
-        sigma_e = sigma_max_of(model.param(model.role("E")))
-        sigma_w = sigma_max_of(model.param(model.role("W")))
+        sigma_e = sigma_max_of(model.role_param("E"))
+        sigma_w = sigma_max_of(model.role_param("W"))
         c = self.spec.k * sigma_e / sigma_w * self.freq_ratio
         if self.spec.c_min is not None or self.spec.c_max is not None:
             c = c.clamp(min=self.spec.c_min, max=self.spec.c_max)
@@ -230,7 +219,8 @@ class AdaptiveLRRatio(Intervention):
 
     @staticmethod
     def _optimizer_c(shard: Shard) -> float:
-        """c0: the lr of E's parameter group over that of W's (1 when they share one)."""
+        """c0: the lr of E's parameter group over W's (1 when they share one), read at each step
+        so that a change of the groups' lrs is followed."""
         e, w = (shard.model.leaf(shard.model.role(r)) for r in ("E", "W"))
         lr = {id(param): float(group["lr"]) for group in shard.optimizer.param_groups
               for param in group["params"]}
@@ -238,9 +228,9 @@ class AdaptiveLRRatio(Intervention):
 
     def after_step(self, shard: Shard, step: int) -> None:
         assert self.c is not None and self.prev is not None
-        emb = shard.model.param(shard.model.role("E"))
+        emb = shard.model.role_param("E")
         ratio = torch.where(torch.isfinite(self.c), self.c / self._optimizer_c(shard), 1.0)
-        ratio = ratio.to(emb.dtype).view(-1, *([1] * (emb.dim() - 1)))
+        ratio = per_seed(ratio.to(emb.dtype), emb)
         with torch.no_grad():
             # three separately rounded elementwise ops (no fused multiply-add), so a seed's
             # elements round alike wherever they fall in the tensor
@@ -254,5 +244,5 @@ class AdaptiveLRRatio(Intervention):
     def on_eval(self, shard: Shard, step: int, values: dict[str, np.ndarray]) -> None:
         assert self.prev is not None
         with torch.no_grad():  # in step with E (a diverged seed's was just reset to zero)
-            self.prev.copy_(shard.model.param(shard.model.role("E")))
+            self.prev.copy_(shard.model.role_param("E"))
         self._note(shard)

@@ -1,31 +1,12 @@
-"""The seed-batched training loop.
+"""The seed-batched training loop: the seeds of one experiment train as one batched model per
+CPU worker (`Shard`), each from its own streams, so a seed's record does not depend on its
+batch-mates (docs/determinism.md). Between evaluations nothing syncs with the host (losses and
+probe values wait on the device) but a `sampling.WeightedBatches` recomputing its weights.
 
-All seeds of one arm train as one batched model per CPU worker (a `Shard`). Each seed has its
-own split, initialisation and minibatch order (its own named streams), so seed i's record does
-not depend on which other seeds share its batch. Nothing syncs with the host between
-evaluations: the per-step losses and probe values stay on the device and are read at the next
-evaluation, where divergence is detected and acted on. (The one exception: an intervention may
-install a minibatch sampler whose weights come from the model, `sampling.WeightedBatches`, which
-reads them to the host each time it recomputes them.)
-
-Minibatch positions are drawn many steps ahead, in blocks, from `self.batches` (a
-`sampling.Sampler`; none for full batch). A sampler with a `horizon` h is never asked past the
-next multiple of h in one block, so weights it recomputes at steps 0, h, 2h, ... come from the
-parameters after exactly that many updates.
-
-A step: interventions' `after_init` ran once before the optimizer was built; then per update
-`model.loss_and_grads` (forward, per-seed loss, backward weighted 1 per training seed and 0 per
-diverged or ghost seed), probes that read gradients, `optimizer.step()`, interventions'
-`after_step`, probes that read the update (the parameters now against a copy taken before the
-optimizer's step), probes that read parameters. At each evaluation: accuracies and losses of every
-seed in one forward pass per block of rows, the records, interventions' `on_eval`, probe points
-moved to the records (with any per-seed values an intervention noted, `Shard.note`). The loop
-knows no probe or intervention by name.
-
-CPU threads: with n torch threads the seeds are split into n shards trained side by side, each
-single-threaded (small per-seed operations do not split well across threads, a thread waiting at
-a barrier for a core another process holds stalls all of them, and a multi-threaded kernel may
-split a sum differently, so one thread keeps a seed's record the same in any chunk).
+A step: loss and gradients (weight 1 per training seed, 0 per diverged or ghost seed), gradient
+probes, the optimizer step, interventions' `after_step`, update probes, parameter probes. With n
+torch threads the seeds train as n single-threaded shards side by side: small per-seed kernels
+split badly across threads, and one thread sums a seed's numbers the same way in any chunk.
 """
 
 from __future__ import annotations
@@ -59,7 +40,8 @@ _EVAL_ROWS = EVAL_ROWS  # rows per seed evaluated in one forward pass (the same 
 
 
 class Shard:
-    """Some seeds of one experiment as one batched model (see the module docstring)."""
+    """Some seeds of one experiment as one batched model, with their data, optimizer, records,
+    probes and interventions (see the module docstring)."""
 
     def __init__(self, exp: ExperimentSpec, seeds: list[int], device: torch.device,
                  dtype: torch.dtype = torch.float32, fast: bool = True):
@@ -100,8 +82,9 @@ class Shard:
     # ------------------------------------------------------------ training
 
     def train(self, n_steps: int) -> None:
-        """n_steps optimizer steps for every seed, with no host synchronisation (but a
-        sampler's recomputation of its weights, if it has any: see the module docstring)."""
+        """n_steps optimizer steps for every seed. Minibatch positions are taken a block of steps
+        at a time, never past the next multiple of a sampler's `horizon` h, so weights it
+        recomputes at steps 0, h, 2h, ... come from the parameters after that many updates."""
         block = max(1, _BLOCK_ELEMENTS // (self.model.n_seeds * self.batch * 3))
         done = 0
         while done < n_steps:
@@ -142,7 +125,7 @@ class Shard:
     def _before_update(self, state: int) -> dict[str, Tensor]:
         """The parameters an update probe due at `state` compares with (empty: none due)."""
         roles = {r for p in self._update_probes if state % p.every == 0 for r in p.roles_needed()}
-        return {r: self.model.param(self.model.role(r)).detach().clone() for r in roles}
+        return {r: self.model.role_param(r).detach().clone() for r in roles}
 
     def _measure(self, probes: list[Any], step: int,
                  before: dict[str, Tensor] | None = None) -> None:

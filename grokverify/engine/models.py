@@ -75,7 +75,8 @@ class Model(nn.Module, Generic[S]):
 
     @property
     def head(self) -> Head:
-        return CLASSIFICATION
+        """Regression where the spec asks for it (`output: regression`), else classification."""
+        return REGRESSION if getattr(self.spec, "output", None) == "regression" else CLASSIFICATION
 
     def init_(self, gen: torch.Generator) -> None:
         raise NotImplementedError
@@ -188,10 +189,6 @@ class _ToyDecoder(Model[ToySpec]):
         self.fc3 = nn.Linear(spec.hidden, spec.target_dim if regression else shape.n_classes)
         if regression:
             self.register_buffer("targets", torch.zeros(shape.n_classes, spec.target_dim))
-
-    @property
-    def head(self) -> Head:
-        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION
 
     def combine(self, a: Tensor, b: Tensor) -> Tensor:
         raise NotImplementedError
@@ -359,10 +356,6 @@ class ImageMLP(Model[ImageMLPSpec]):
         if spec.output == "regression":
             self.register_buffer("targets", torch.zeros(shape.n_classes, shape.n_classes))
 
-    @property
-    def head(self) -> Head:
-        return REGRESSION if self.spec.output == "regression" else CLASSIFICATION
-
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         layers = [cast(nn.Linear, layer) for layer in self.layers]
         x = self.table[a].to(layers[0].weight.dtype)
@@ -382,8 +375,6 @@ class ImageMLP(Model[ImageMLPSpec]):
     def init_buffers_(self, gen: torch.Generator) -> None:
         if self.spec.output == "regression":
             self.targets.copy_(torch.eye(self.shape.n_classes))
-
-
 
 
 def example_losses_of(model: Model, out: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:

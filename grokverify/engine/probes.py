@@ -1,12 +1,9 @@
-"""Probes: seed-batched measurements recorded as named curves (specs in
-`grokverify.claim.probes`). A probe is a function of the batched model and its spec returning
-{curve name: tensor (S,)}; the loop calls it at steps 0, every, 2·every, ... on the parameters
-after that many updates, or (a probe that reads gradients) on the gradient of the minibatch
-loss taken from that state, before the update, or (a probe that reads the update) on the change
-the update from that state made. A `ProbeContext` carries the training rows (the Hessian
-probe's loss) and the parameters before the update. Probes only read: a run with probes trains
-exactly what a run without them trains (tests/test_probes.py). Values are float64 on the
-device; the loop moves them to the host at the next evaluation."""
+"""Probes: seed-batched measurements recorded as curves (specs in `grokverify.claim.probes`).
+A probe maps (batched model, spec, `ProbeContext`) to {curve: (S,) float64 tensor on the device};
+the loop calls it at steps 0, every, 2·every, ... on the parameters after that many updates, on
+the gradient taken from that state (`reads == "grads"`) or on the update made from it
+(`"update"`). Probes only read: a run with probes trains exactly what one without them trains.
+"""
 
 from __future__ import annotations
 
@@ -39,17 +36,14 @@ from grokverify.claim.probes import (
     TokenFrequencySpec,
     UpdateNormSpec,
 )
-from grokverify.engine.batched import BatchedModel, seed_view
+from grokverify.engine.batched import BatchedModel, per_seed, seed_view
 from grokverify.engine.streams import torch_generator
 
 
 class Spectra:
-    """One probe point's float64 copy of each parameter role and its Gram singular values,
-    made once for every probe due there that reads them: sigma_max and rank (rtol ≥
-    GRAM_MIN_RTOL) both need E's and W's, and at paper 1's shapes (W 256 × 256, 8 seeds) the
-    eigenvalues are nearly all of either probe's cost, so sharing them halves the pair's
-    (benchmarks/throughput.py, `probe_overhead`). Valid only while the parameters do not
-    change: the loop makes a new one for each probe point."""
+    """One probe point's float64 copy of each role's parameter and its Gram singular values,
+    shared by the probes due there (sigma_max and rank: at paper 1's shapes the eigenvalues are
+    nearly all of either's cost). Valid while the parameters stay put: one per probe point."""
 
     def __init__(self, model: BatchedModel) -> None:
         self._model = model
@@ -59,7 +53,7 @@ class Spectra:
     def double(self, role: str) -> tuple[Tensor, Tensor]:
         """`_finite_double` of the role's parameter: (S, ...) float64, (S,) finite mask."""
         if role not in self._double:
-            self._double[role] = _finite_double(self._model.param(self._model.role(role)))
+            self._double[role] = _finite_double(self._model.role_param(role))
         return self._double[role]
 
     def gram_values(self, role: str) -> Tensor:
@@ -71,10 +65,9 @@ class Spectra:
 
 @dataclass(frozen=True)
 class ProbeContext:
-    """What a probe may read besides the model: each seed's training rows (S, n), for an
-    update probe the parameters of its roles before the step's update, the run's minibatch
-    rows per seed (n for full batch; None: not given), and the probe point's shared spectra
-    (None: each probe computes its own)."""
+    """What a probe may read besides the model: each seed's training rows (S, n), an update
+    probe's roles before the update, the minibatch size (n for full batch; None: not given) and
+    the probe point's shared spectra (None: each probe computes its own)."""
 
     train: tuple[Tensor, Tensor, Tensor] | None = None
     before: dict[str, Tensor] = field(default_factory=dict)
@@ -89,7 +82,6 @@ ProbeFn = Callable[[BatchedModel, ProbeSpec, ProbeContext], dict[str, Tensor]]
 _NO_CONTEXT = ProbeContext()
 
 
-
 def _gram_singular_values(w: Tensor) -> Tensor:
     """Singular values of each (S, m, n) float64 matrix, ascending, from the eigenvalues of its
     smaller Gram matrix: half the cost of an SVD at the probes' shapes, accurate to about
@@ -99,9 +91,8 @@ def _gram_singular_values(w: Tensor) -> Tensor:
 
 
 def sigma_max_of(matrices: Tensor) -> Tensor:
-    """Largest singular value of each (S, m, n) matrix, in float64, from its Gram matrix
-    (accurate to ~1e-15 relative for the largest singular value, and ~30% cheaper than a full
-    SVD, which the probe's budget needs at p = 97)."""
+    """Largest singular value of each (S, m, n) matrix, float64, from its Gram matrix: ~1e-15
+    relative for the largest, and ~30% cheaper than an SVD (the probe's budget at p = 97)."""
     w, finite = _finite_double(matrices)  # a diverged seed's matrix: NaN, no error
     return _top(_gram_singular_values(w), finite)
 
@@ -116,7 +107,7 @@ def _finite_double(matrices: Tensor) -> tuple[Tensor, Tensor]:
     NaN), and the (S,) mask of finite seeds."""
     w = matrices.detach().double()
     finite = torch.isfinite(w).flatten(1).all(dim=1)
-    return torch.where(finite.view(-1, *[1] * (w.dim() - 1)), w, 0.0), finite
+    return torch.where(per_seed(finite, w), w, 0.0), finite
 
 
 # From this rtol up, the Gram's singular values decide the rank as an SVD's would: their error,
@@ -127,9 +118,8 @@ GRAM_MIN_RTOL = 1e-4
 
 def rank_of(matrices: Tensor, rtol: float) -> Tensor:
     """Numerical rank of each (S, m, n) matrix, float64: its singular values > rtol · σmax
-    (numpy's `matrix_rank` with tol = rtol · σmax); NaN for a non-finite seed's matrix. The
-    singular values come from the Gram matrix when rtol ≥ GRAM_MIN_RTOL (the default 1e-3:
-    half the probe's cost), from an SVD below it."""
+    (numpy's `matrix_rank` with tol = rtol · σmax), NaN where not finite; from the Gram matrix
+    when rtol ≥ GRAM_MIN_RTOL (the default 1e-3: half the cost), from an SVD below it."""
     w, finite = _finite_double(matrices)
     return _rank_from(w, finite, rtol, lambda: _gram_singular_values(w))
 
@@ -145,9 +135,9 @@ def _rank_from(w: Tensor, finite: Tensor, rtol: float, gram: Callable[[], Tensor
 
 
 def ew_of(e: Tensor, w: Tensor) -> Tensor:
-    """EW, (S, V, n·hidden): [E W_1ᵀ | ... | E W_nᵀ], W_j the (hidden, d) columns of W that read
-    input position j (`RankSpec`), the map from a one-hot token to the first layer's
-    pre-activation at each position. For references; the probe uses `_ew_core`."""
+    """EW, (S, V, n·hidden): [E W_1ᵀ | ... | E W_nᵀ], W_j the (hidden, d) columns of W reading
+    input position j (`RankSpec`): a one-hot token's first-layer pre-activation at each position.
+    For references; the probe uses `_ew_core`."""
     return e @ _positions(e, w)
 
 
@@ -162,10 +152,9 @@ def _positions(e: Tensor, w: Tensor) -> Tensor:
 
 
 def _ew_core(e: Tensor, w: Tensor) -> Tensor:
-    """A small matrix with EW's singular values: with E = Q₁R₁ and Mᵀ = Q₂R₂ (M = `_positions`,
-    so EW = E M), EW = Q₁ (R₁R₂ᵀ) Q₂ᵀ and Q₁, Q₂ have orthonormal columns, so R₁R₂ᵀ (at most
-    d × d) has EW's singular values without EW (V × n·hidden: V/d times W's size) or its
-    Gram (which would square its condition number) being formed."""
+    """R₁R₂ᵀ (at most d × d), with EW's singular values: E = Q₁R₁ and Mᵀ = Q₂R₂ (EW = E M, M =
+    `_positions`) give EW = Q₁ (R₁R₂ᵀ) Q₂ᵀ with orthonormal Q₁, Q₂, and neither EW (V/d times
+    W's size) nor its Gram (the condition number squared) is formed."""
     r_e = torch.linalg.qr(e, mode="r")[1]
     r_m = torch.linalg.qr(_positions(e, w).mT, mode="r")[1]
     return r_e @ r_m.mT
@@ -176,9 +165,8 @@ _NO_POWER = 1e-24  # relative power below which E has no non-DC power to share
 
 def fourier_share_of(e: Tensor, p: int, k: int, exclude_dc: bool) -> Tensor:
     """(S,) share of the power of (S, ≥p, d) embeddings' first p rows in their k strongest
-    frequencies (`FourierShareSpec`): rfft along the tokens gives frequencies 0..p//2; each
-    f with 0 < f < p/2 stands for itself and p - f (twice the power); NaN for a non-finite
-    seed's matrix, and where there is no power to share."""
+    frequencies (`FourierShareSpec`), f and p - f pooled (rfft: 0 < f < p/2 counts twice); NaN
+    where E is not finite or has no power to share."""
     if e.shape[1] < p:
         raise ValueError(f"the embedding has {e.shape[1]} rows, fewer than the p = {p} numbers")
     w, finite = _finite_double(e[:, :p])
@@ -241,15 +229,15 @@ def fourier_share(model: BatchedModel, spec: ProbeSpec,
                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, FourierShareSpec)
     # the number tokens are rows 0..p-1 of E (models index them by value; extra tokens follow)
-    return {"fourier_share.E": fourier_share_of(model.param(model.role("E")), model.shape.p,
-                                                spec.k, spec.exclude_dc)}
+    return {"fourier_share.E": fourier_share_of(model.role_param("E"), model.shape.p, spec.k,
+                                                spec.exclude_dc)}
 
 
 def update_norm(model: BatchedModel, spec: ProbeSpec,
                 ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, UpdateNormSpec)
     norms = [torch.linalg.vector_norm(
-        (model.param(model.role(r)).detach().double() - ctx.before[r].double()).flatten(1), dim=1)
+        (model.role_param(r).detach().double() - ctx.before[r].double()).flatten(1), dim=1)
         for r in ("E", "W")]
     return {"update_norm.E": norms[0], "update_norm.W": norms[1],
             "update_norm_ratio": norms[0] / norms[1]}
@@ -270,11 +258,9 @@ def _rows(model: BatchedModel, train: tuple[Tensor, Tensor, Tensor],
 
 def hessian_max_of(model: BatchedModel, names: list[str], a: Tensor, b: Tensor, y: Tensor,
                    iterations: int) -> dict[str, tuple[Tensor, Tensor]]:
-    """Per parameter in `names`: (S,) top eigenvalue (largest magnitude, signed) of each seed's
-    Hessian of its mean loss on (a, b, y) restricted to that parameter, by power iteration, and
-    the relative change of the estimate over the last iteration. One forward and one
-    differentiable backward serve every block; the seeds' losses are summed, their Hessian is
-    block diagonal, so one Hessian-vector product serves every seed."""
+    """Per parameter in `names`: (S,) signed top eigenvalue of each seed's Hessian of its mean
+    loss on (a, b, y) in that parameter, by power iteration, and its last relative change. The
+    seeds' summed losses have a block-diagonal Hessian: one product serves every seed."""
     leaves = [model.leaf(name) for name in names]
     out: dict[str, tuple[Tensor, Tensor]] = {}
     with torch.enable_grad():
@@ -318,10 +304,9 @@ def hessian_max(model: BatchedModel, spec: ProbeSpec,
 
 
 def token_frequency_of(a: Tensor, b: Tensor, p: int, batch: int) -> Tensor:
-    """(S,) f_E of each seed's training rows, operands a, b (S, N) in 0..p-1, for minibatches of
-    `batch` rows (`TokenFrequencySpec`): the mean over the tokens present of
-    1 - C(N - n_t, B) / C(N, B), in float64 through log-gamma (C(N, B) overflows a float at
-    N ~ 3000), 1 where fewer than B rows lack the token (full batch among them)."""
+    """(S,) f_E of operands a, b (S, N) in 0..p-1 for batches of B rows (`TokenFrequencySpec`):
+    the mean over tokens present of 1 - C(N - n_t, B) / C(N, B), through log-gamma (C(N, B)
+    overflows at N ~ 3000); 1 where fewer than B rows lack the token."""
     s, n = a.shape
     size = min(int(batch), n)
     ones = torch.ones(a.shape, dtype=torch.float64, device=a.device)
@@ -363,8 +348,8 @@ def sample_masks(a: Tensor, b: Tensor, p: int) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def _implied(p: int, mask: bytes) -> np.ndarray:
-    """P(D) of one training set, cached: it is fixed for a seed's whole run and costs far more
-    than the rest of the probe (exact rational null space)."""
+    """P(D) of one training set, cached: fixed for a seed's whole run, and far dearer than the
+    rest of the probe (an exact rational null space)."""
     from grokverify.analysis import parallelogram as pg
     return pg.implied(p, np.frombuffer(mask, dtype=bool).copy())
 
@@ -374,12 +359,9 @@ PARALLELOGRAM_CURVES = ("rqi", "acc", "acc_test", "unimplied", "unimplied_share"
 
 def parallelogram_of(e: np.ndarray, masks: np.ndarray, delta: float,
                      distance: Distance) -> dict[str, np.ndarray]:
-    """Per seed (`ParallelogramSpec`): RQI, Acc^ over all and over non-training samples, and
-    the realised parallelograms the training set does not imply (count, share), from embeddings
-    e (S, p, d) and training masks (S, N). The realised set is computed once per seed and the
-    three measures read it; they equal `representation.rqi`, `.predicted_accuracy` and
-    `.unimplied_realised` (tests/test_parallelogram_probe.py), which would each recompute it
-    (and the implied set, cached here per training set)."""
+    """Per seed (`ParallelogramSpec`): RQI, Acc^ (all, non-training) and the realised but not
+    implied parallelograms (count, share) of embeddings e (S, p, d) and masks (S, N): the
+    `representation` measures, from one realised set per seed instead of one per measure."""
     from grokverify.analysis import representation as rep
     n_seeds, p = e.shape[0], e.shape[1]
     out = {c: np.full(n_seeds, np.nan) for c in PARALLELOGRAM_CURVES}
@@ -412,7 +394,7 @@ def _split_masks(name: str, model: BatchedModel, ctx: ProbeContext) -> np.ndarra
 
 def _number_rows(model: BatchedModel) -> np.ndarray:
     """E's rows of the numbers 0..p-1 (models index them by value), (S, p, d) float64 host."""
-    return model.param(model.role("E")).detach()[:, :model.shape.p].double().cpu().numpy()
+    return model.role_param("E").detach()[:, :model.shape.p].double().cpu().numpy()
 
 
 def _curves(name: str, model: BatchedModel, values: dict[str, np.ndarray]) -> dict[str, Tensor]:
@@ -524,9 +506,8 @@ _NO_PLANE = 1e-12  # λ_2 / λ_1 below which the top two components span no plan
 
 def pca_of(e: Tensor, p: int) -> dict[str, Tensor]:
     """(S,) top2_share, eff_dim and circular of the first p rows of (S, ≥p, d) embeddings
-    (`PCASpec`): singular values of the centred rows give the variances, their left singular
-    vectors scaled by them the tokens' top-2 coordinates. NaN where E is not finite or has no
-    variance."""
+    (`PCASpec`), from the SVD of the centred rows (variances; the tokens' top-2 coordinates);
+    NaN where E is not finite or has no variance."""
     w, finite = _finite_double(e[:, :p])
     x = w - w.mean(dim=1, keepdim=True)
     u, sv, _ = torch.linalg.svd(x, full_matrices=False)
@@ -556,4 +537,4 @@ def pca(model: BatchedModel, spec: ProbeSpec,
         ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
     assert isinstance(spec, PCASpec)
     # the number tokens are rows 0..p-1 of E (models index them by value; extra tokens follow)
-    return pca_of(model.param(model.role("E")), model.shape.p)
+    return pca_of(model.role_param("E"), model.shape.p)

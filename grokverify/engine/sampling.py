@@ -13,16 +13,15 @@ from torch import Tensor
 from torch.func import functional_call, grad, vmap
 
 from grokverify.engine.batched import BatchedModel
-from grokverify.engine.streams import torch_generator
+from grokverify.engine.streams import to_device, torch_generator
 
 _GRAD_ELEMENTS = 1 << 22  # per-example gradient elements held at once, per seed
 
 
 class Sampler(Protocol):
-    """Where the loop takes minibatch positions from. `horizon`: None (positions may be drawn any
-    number of steps ahead), or h: the loop never asks for positions past the next multiple of h
-    in one call, so a sampler whose weights depend on the model can recompute them at steps
-    0, h, 2h, ... from the parameters after exactly that many updates."""
+    """Where the loop takes minibatch positions from. `horizon` h (None: any number of steps
+    ahead): the loop never asks past the next multiple of h in one call, so weights that depend
+    on the model can be recomputed at steps 0, h, 2h, ... after exactly that many updates."""
 
     horizon: int | None
 
@@ -32,14 +31,9 @@ class Sampler(Protocol):
 
 
 class WeightedBatches:
-    """Per-seed minibatch positions drawn with replacement from weights over each seed's
-    training rows, recomputed every `horizon` steps: `refresh(step)` returns (S, n) probabilities
-    (each row sums to 1) from the model after `step` updates; the loop asks for no positions
-    past the next multiple of `horizon` (`Sampler`), so they always come from the latest weights.
-
-    Each seed draws `batch` rows a step with `torch.multinomial` and its own generator (stream
-    "sample"), one call per step and seed: its positions depend on its weights and its stream
-    alone, never on its batch-mates or on how many steps the loop asks for at once."""
+    """Positions drawn with replacement from weights `refresh(step)` -> (S, n), recomputed every
+    `horizon` steps; one multinomial call per step and seed from its "sample" stream, so a
+    seed's rows never depend on its batch-mates or on how many steps are asked for at once."""
 
     def __init__(self, seeds: list[int], batch: int, context: str, device: torch.device,
                  horizon: int, refresh: Callable[[int], Tensor]):
@@ -61,24 +55,17 @@ class WeightedBatches:
             torch.multinomial(w, self.batch, replacement=True, generator=g)
             for w, g in zip(self.weights, self.gens, strict=True)]) for _ in range(n_steps)])
         self.step += n_steps
-        if self.device.type == "cuda":
-            return out.pin_memory().to(self.device, non_blocking=True)
-        return out.to(self.device)
+        return to_device(out, self.device)
 
 
 def example_grad_sq_norms(model: BatchedModel, a: Tensor, b: Tensor, y: Tensor) -> Tensor:
     """(S, n) float64: L_i² = ‖∇θ ℓ_i‖² for every seed and row of (a, b, y) (S, n), θ all of the
-    seed's parameters, ℓ_i the loss of row i alone (not divided by a batch size).
-
-    Exact per-example gradients: `torch.func.grad` of the plain module's loss on one row
-    (`functional_call` on the model's skeleton, the derived form: a fast path computes the same
-    function), vmapped over rows and over seeds; each gradient is reduced to its squared norm
-    as soon as it is made. Rows go in blocks whose size depends on the model alone (never on
-    the number of seeds), so a seed's values are the same in any batch. Cost: a forward and
-    backward per row, with each row's gradient materialised (a batched step shares those)."""
+    seed's parameters, ℓ_i row i's loss alone: exact per-example gradients of the derived form,
+    vmapped over rows and seeds, each reduced to its squared norm as soon as it is made."""
     params = {k: v.detach() for k, v in model.params().items()}
     buffers = model.buffers_by_name()
     skeleton, head = model.skeleton, model.head
+    # blocks of rows sized by the model alone, so a seed's values are the same in any batch
     rows = max(1, _GRAD_ELEMENTS // sum(v[0].numel() for v in params.values()))
 
     def row_loss(p: dict[str, Tensor], bufs: dict[str, Tensor], a1: Tensor, b1: Tensor,
@@ -99,10 +86,9 @@ def example_grad_sq_norms(model: BatchedModel, a: Tensor, b: Tensor, y: Tensor) 
 
 def sampling_weights(sq_norms: Tensor, gamma: float | None = None,
                      gamma_relative: float | None = None) -> Tensor:
-    """(S, n) float64 probabilities p_i = exp(L_i²/γ - max_j L_j²/γ) / Σ_k (...) per seed (row
-    of `sq_norms`): γ = `gamma`, or `gamma_relative` × the seed's mean L_i². A seed with a
-    non-finite L_i² (diverging: it no longer trains) gets uniform weights; so does a relative γ
-    of 0 (every L_i = 0, where the rule is uniform anyway)."""
+    """(S, n) float64 p_i ∝ exp(L_i²/γ) per seed (row of `sq_norms`), γ = `gamma` or
+    `gamma_relative` × the seed's mean L_i²; uniform for a seed with a non-finite L_i² (it no
+    longer trains) or a relative γ of 0 (every L_i = 0, where the rule is uniform anyway)."""
     if (gamma is None) == (gamma_relative is None):
         raise ValueError("give exactly one of gamma, gamma_relative")
     sq = sq_norms.double()

@@ -8,6 +8,7 @@ import hashlib
 
 import numpy as np
 import torch
+from torch import Tensor
 
 
 def stream_seed(seed: int, stream: str, context: str = "") -> int:
@@ -24,3 +25,11 @@ def torch_generator(seed: int, stream: str, context: str = "") -> torch.Generato
     gen = torch.Generator(device="cpu")
     gen.manual_seed(stream_seed(seed, stream, context))
     return gen
+
+
+def to_device(draw: Tensor, device: torch.device, dtype: torch.dtype | None = None) -> Tensor:
+    """A draw from a stream (made on the CPU, where the generators are) on `device`: on a GPU
+    copied from pinned memory without waiting for the device."""
+    if device.type == "cuda":
+        draw = draw.pin_memory()
+    return draw.to(device=device, dtype=dtype, non_blocking=True)

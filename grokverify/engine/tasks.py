@@ -54,8 +54,6 @@ def s3(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
     return S3_TABLE[a, b]
 
 
-
-
 @dataclass(frozen=True)
 class Dataset:
     """All pairs of a task with labels, and one seed's split into train and validation rows."""
@@ -124,16 +122,19 @@ def split_skewed(task: TaskSpec, pool: np.ndarray, a: np.ndarray, n_train: int,
     return pool[np.argsort(-keys, kind="stable")[:n_train]]
 
 
+def _split_rng(task: TaskSpec | ImageTaskSpec, seed: int) -> np.random.Generator:
+    """The split stream of the task's split seed (the trial seed unless the task fixes
+    `split_seed`), keyed by the task alone: two arms with the same task and seed share data."""
+    split_seed = seed if task.split_seed is None else task.split_seed
+    return numpy_rng(split_seed, "split", task.canonical())
 
 
 def build_dataset(task: TaskSpec, seed: int) -> Dataset:
-    """The split depends only on the task spec and the split seed (the trial seed unless the
-    task fixes `split_seed`), so two arms with the same task and seed see the same data."""
+    """Every pair of the task, labelled, and the seed's split (`_split_rng`)."""
     a, b = pairs_for(task)
     y, n_classes = labels_for(task, a, b)
     n, n_train, n_test = split_sizes(task)
-    split_seed = seed if task.split_seed is None else task.split_seed
-    rng = numpy_rng(split_seed, "split", task.canonical())
+    rng = _split_rng(task, seed)
     order = rng.permutation(n)
     if task.test_frac is None:
         # Paper 2's convention: train on a fraction, validate on every other pair.
@@ -153,15 +154,13 @@ def build_dataset(task: TaskSpec, seed: int) -> Dataset:
 
 def image_split(task: ImageTaskSpec, seed: int, train_rows: int,
                 test_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """One seed's training rows of the training file and validation rows of the test file
-    (sorted), from its split stream: the same for two arms with the same task and seed, and
-    for any other seeds beside it."""
+    """One seed's training rows of the training file and validation rows of the test file,
+    sorted, from its split stream (`_split_rng`)."""
     if task.n_train > train_rows or (task.n_val or 0) > test_rows:
         raise ValueError(f"{task.dataset}: the task draws {task.n_train} training and "
                          f"{task.n_val or test_rows} validation images; the files hold "
                          f"{train_rows} and {test_rows}")
-    split_seed = seed if task.split_seed is None else task.split_seed
-    rng = numpy_rng(split_seed, "split", task.canonical())
+    rng = _split_rng(task, seed)
     train = np.sort(rng.choice(train_rows, task.n_train, replace=False))
     val = np.arange(test_rows) if task.n_val is None else np.sort(
         rng.choice(test_rows, task.n_val, replace=False))

@@ -1,5 +1,1 @@
-"""Report writers: result.json (everything, machine-readable), report.md, figures."""
-
-from grokverify.report.write import write_report
-
-__all__ = ["write_report"]
+"""Report writers: result.json (everything, machine-readable), report.md, figures, suites."""

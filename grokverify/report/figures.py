@@ -1,11 +1,7 @@
-"""Per-claim figures: one registry (`FIGURES`), one style, drawn from a claim's result dict (the
-content of result.json) and, for the figures of training curves, its stored records.
-
-Each figure is one small function that returns a matplotlib figure, or None when the claim has
-no data for it, so a new figure is one function and one registry entry, and a report rebuilt
-from the same result and records has the same figures. The style is for print and greyscale:
-arms differ by line style and marker as well as by colour (the Okabe–Ito palette, which keeps
-its order in lightness too), bands are translucent fills of the arm's colour, text is 9 pt.
+"""Per-claim figures, drawn from a claim's result dict and (for training curves) its records: a
+figure is one function in `FIGURES` that returns None where the claim has no data for it. The
+style holds in print and greyscale: arms differ by line style and marker as well as colour (the
+Okabe–Ito palette keeps its order in lightness too).
 """
 
 from __future__ import annotations
@@ -29,7 +25,10 @@ from matplotlib.figure import Figure  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 from grokverify.atomic import write_atomic  # noqa: E402
+from grokverify.claim.load import arm_label
+from grokverify.report.markdown import PHASE_LETTER, phase_share  # noqa: E402
 from grokverify.report.png import palette_png  # noqa: E402
+from grokverify.report.suite import member_results  # noqa: E402
 from grokverify.stats.base import ArmSample  # noqa: E402
 
 Record = dict[str, Any]
@@ -210,17 +209,13 @@ def probes_figure(data: FigureData) -> Figure | None:
 # ---------------------------------------------------------------- per-seed metric from result
 
 
-def _label(row: dict[str, Any]) -> str:
-    return f"{row['member']}/{row['arm']}" if row.get("member") else row["arm"]
-
-
 def samples_of(result: dict[str, Any]) -> dict[str, ArmSample]:
     """Each arm's usable per-seed metric (per_seed rows not left out), in arm order."""
     kind = result["metric"]["kind"]
     rows: dict[str, list[dict[str, Any]]] = {label: [] for label in result["arms"]}
     for row in result["per_seed"]:
         if not row.get("left_out") and row.get("metric") is not None:
-            rows.setdefault(_label(row), []).append(row)
+            rows.setdefault(arm_label(row.get("member"), row["arm"]), []).append(row)
     return {label: ArmSample(label, np.array([_float(r["metric"]) for r in rs], dtype=float),
                              np.array([bool(r["metric_observed"]) for r in rs], dtype=bool),
                              tuple(int(r["seed"]) for r in rs), kind=kind)
@@ -298,13 +293,10 @@ def seed_pairs(result: dict[str, Any]) -> dict[str, tuple[ArmSample, ArmSample]]
     treated arms aligned by seed number (the seeds both have, as `stats.common.pair_arms`)."""
     crit = result["criterion"]
     base, treat = crit.get("baseline"), crit.get("treated")
-    fam = result.get("family")
-    results = {m["member"]: m["result"] for m in fam["members"]} if fam else \
-        {"": result.get("result")}
     samples = samples_of(result)
     out = {}
-    for member, r in results.items():
-        pair = [samples.get(f"{member}/{a}" if member else a) for a in (base, treat)]
+    for member, r in member_results(result).items():
+        pair = [samples.get(arm_label(member, a)) for a in (base, treat)]
         paired = bool(r and (r.get("details") or {}).get("paired"))
         if not (paired and base and treat and pair[0] and pair[1]):
             continue
@@ -443,8 +435,6 @@ def forest_figure(data: FigureData) -> Figure | None:
     return fig
 
 
-_PHASES = ("comprehension", "grokking", "memorization", "confusion")
-_PHASE_LETTER = {"comprehension": "C", "grokking": "G", "memorization": "M", "confusion": "X"}
 # light to dark, so the phases stay apart in greyscale; a tie is white
 _PHASE_COLOUR = {"comprehension": "#F0E442", "grokking": "#56B4E9", "memorization": "#D55E00",
                  "confusion": "#3B3B3B"}
@@ -469,8 +459,8 @@ def phase_map_figure(data: FigureData) -> Figure | None:
         i, j, top = ys.index(c["y"]), xs.index(c["x"]), c["most_common"]
         if top:
             image[i, j] = to_rgb(_PHASE_COLOUR[top])
-        share = c["counts"][top] / c["seeds"] if top and c["seeds"] else None
-        mark = f"{_PHASE_LETTER[top]}\n{share:.2f}" if share is not None else "tie"
+        share = phase_share(c)
+        mark = f"{PHASE_LETTER[top]}\n{share:.2f}" if share is not None else "tie"
         dark = top in ("memorization", "confusion")
         ax.text(j, i, mark, ha="center", va="center", fontsize=6.5,
                 color="white" if dark else "black")
@@ -482,8 +472,9 @@ def phase_map_figure(data: FigureData) -> Figure | None:
     ax.set_xlabel(pm["x_label"])
     ax.set_ylabel(pm["y_label"])
     ax.grid(False)
-    ax.legend(handles=[Patch(color=_PHASE_COLOUR[p], label=f"{_PHASE_LETTER[p]} {p}")
-                       for p in _PHASES] + [Patch(fc="white", ec="grey", label="tie")],
+    ax.legend(handles=[Patch(color=_PHASE_COLOUR[p], label=f"{letter} {p}")
+                       for p, letter in PHASE_LETTER.items()]
+              + [Patch(fc="white", ec="grey", label="tie")],
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("most common phase per cell\nand its share of the cell's seeds", fontsize=10)
     return fig
@@ -506,8 +497,7 @@ def _crossings(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(member, criterion result) of a crossing criterion: the claim's own, or each member's."""
     if result["criterion"]["name"] != "crossing":
         return []
-    members = _members(result)
-    return [(m, r) for m, r, _ in members] if members else [("", result["result"])]
+    return list(member_results(result).items())
 
 
 def crossing_figure(data: FigureData) -> Figure | None:
@@ -525,7 +515,7 @@ def crossing_figure(data: FigureData) -> Figure | None:
         style = arm_style(i)
         points = []
         for arm in r["arms"]:
-            s = samples.get(f"{member}/{arm['name']}" if member else arm["name"])
+            s = samples.get(arm_label(member, arm["name"]))
             x = arm["columns"].get("x")
             if s is not None and s.n and x is not None:
                 points.append((float(x), *_mean_band(s.values, r["ci_level"])))

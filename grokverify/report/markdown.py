@@ -1,16 +1,20 @@
-"""report.md, rendered from the result dict (the same data as result.json)."""
+"""report.md, rendered from the result dict (the same data as result.json); its number formats
+and pieces serve a suite's index too (`report.cells`, `report.suite_md`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from grokverify.numbers import format_ci, format_number
+from grokverify.claim.load import arm_label
+from grokverify.numbers import format_number
 from grokverify.report.escape import block, code, text
 from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
+from grokverify.report.suite import member_results
 
 
-def _num(x: Any) -> str:
+def number(x: Any) -> str:
+    """A result.json number ("inf"/"-inf" strings too) as report text; None as —."""
     if x is None:
         return "—"
     if x in ("inf", "-inf"):
@@ -18,12 +22,8 @@ def _num(x: Any) -> str:
     return format_number(float(x))
 
 
-def _ci(pair: list[Any]) -> str:
-    return f"[{_num(pair[0])}, {_num(pair[1])}]"
-
-
-# the same number and interval formats for a suite's verdict table (report/cells.py)
-number, interval = _num, _ci
+def interval(pair: list[Any]) -> str:
+    return f"[{number(pair[0])}, {number(pair[1])}]"
 
 
 def _quote(words: str) -> str:
@@ -58,10 +58,10 @@ def _data_banner(data: list[dict[str, Any]]) -> list[str]:
 def _cell(x: Any) -> str:
     """A table cell: a pair is a CI, a word stays a word, anything else a number."""
     if isinstance(x, list) and len(x) == 2:
-        return _ci(x)
+        return interval(x)
     if isinstance(x, str) and x not in ("inf", "-inf"):
         return text(x)
-    return _num(x)
+    return number(x)
 
 
 def _columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -79,7 +79,7 @@ def _arm_table(result: dict[str, Any], arms: dict[str, Any], member: str = "") -
     rows = ["| arm | diverged | left out | " + " | ".join(map(text, labels)) + " |",
             "|---" * (3 + len(labels)) + "|"]
     for arm in result["arms"]:
-        info = arms[f"{member}/{arm['name']}" if member else arm["name"]]
+        info = arms[arm_label(member, arm["name"])]
         excluded = ", ".join(f"{text(k)}: {v}" for k, v in arm["excluded"].items()) or "0"
         cells = [_cell(arm["columns"][k]) if k in arm["columns"] else "—" for k in labels]
         rows.append(f"| {text(arm['name'])} | {info['diverged']} | {excluded} | " +
@@ -96,10 +96,10 @@ def _effect_lines(result: dict[str, Any]) -> list[str]:
     p = result["p_value"]
     label = result.get("p_value_label", "no-effect test p")
     return [
-        f"- Effect: {text(result['effect_label'])} = **{_num(result['estimate'])}**, "
-        f"{result['ci_level'] * 100:.4g}% CI {_ci(result['ci'])}",
+        f"- Effect: {text(result['effect_label'])} = **{number(result['estimate'])}**, "
+        f"{result['ci_level'] * 100:.4g}% CI {interval(result['ci'])}",
         f"- Claimed region: {text(result['claimed_region'])}",
-        f"- Test: {text(result['test'])}" + (f", {text(label)} = {_num(p)}" if p is not None
+        f"- Test: {text(result['test'])}" + (f", {text(label)} = {number(p)}" if p is not None
                                                else ""),
         f"- {text(p_against_words(result))}",
     ]
@@ -136,9 +136,9 @@ def _findings(res: dict[str, Any]) -> list[str]:
            "| member | x | estimate | CI | trend's value | result |", "|---|---|---|---|---|---|"]
     for m in fam["members"]:
         r = m["result"]
-        out.append(f"| {text(m['member'])} | {_num(xs.get(m['member']))} | "
-                   f"{_num(r['estimate'])} | {_ci(r['ci'])} | "
-                   f"{_num(predicted.get(m['member']))} | {m['verdict']} |")
+        out.append(f"| {text(m['member'])} | {number(xs.get(m['member']))} | "
+                   f"{number(r['estimate'])} | {interval(r['ci'])} | "
+                   f"{number(predicted.get(m['member']))} | {m['verdict']} |")
     out += ["", f"Family verdict: **{res['verdict']}** — {text(fam['reason'])}", ""]
     if trend:
         left = "; ".join(f"{text(k)}: {text(v)}" for k, v in trend["left_out"].items())
@@ -149,8 +149,8 @@ def _findings(res: dict[str, Any]) -> list[str]:
 
 
 def _family_result(res: dict[str, Any]) -> list[str]:
-    """The family's rule by what it claims (grokverify.stats.family), a row per member, its verdict,
-    then each member's own result."""
+    """The family's rule by what it claims (grokverify.stats.family), a row per member, its
+    verdict, then each member's own result."""
     if res["verdict"] == "FINDING":
         return _findings(res)
     rules = {
@@ -164,7 +164,7 @@ def _family_result(res: dict[str, Any]) -> list[str]:
                "(named below), REFUTED when every member is refuted, INCONCLUSIVE otherwise.",
     }
     fam = res["family"]
-    rule = rules[fam.get("claims", "all")].format(alpha=_num(fam["alpha_one_sided"]),
+    rule = rules[fam.get("claims", "all")].format(alpha=number(fam["alpha_one_sided"]),
                                                   correction=fam["correction"])
     # one criterion for every member: its own p has one label
     label = fam["members"][0]["result"].get("p_value_label", "no-effect test p")
@@ -175,9 +175,10 @@ def _family_result(res: dict[str, Any]) -> list[str]:
            "p refute (decides) | verdict |", "|---|---|---|---|---|---|---|"]
     for m in fam["members"]:
         r = m["result"]
-        out.append(f"| {text(m['member'])} | {_num(r['estimate'])} | {_ci(r['ci'])} | "
-                   f"{_num(r['p_value'])} | {_num(m['p_support'])} ({_num(m['p_support_adj'])}) "
-                   f"| {_num(m['p_refute'])} ({_num(m['p_refute_adj'])}) | {m['verdict']} |")
+        out.append(f"| {text(m['member'])} | {number(r['estimate'])} | {interval(r['ci'])} | "
+                   f"{number(r['p_value'])} | {number(m['p_support'])} "
+                   f"({number(m['p_support_adj'])}) | {number(m['p_refute'])} "
+                   f"({number(m['p_refute_adj'])}) | {m['verdict']} |")
     out += ["", "p support, p refute: the member's one-sided p against θ, then (in brackets) the p "
             "that decides, after the correction that applies to that direction under the claim.",
             "",
@@ -203,7 +204,7 @@ def _setup(arms: dict[str, Any]) -> list[str]:
 def _metric_cell(r: dict[str, Any]) -> str:
     if r.get("left_out"):
         return f"left out ({text(r['left_out'])})"
-    return _num(r["metric"]) + ("" if r["metric_observed"] else " (censored)")
+    return number(r["metric"]) + ("" if r["metric_observed"] else " (censored)")
 
 
 def _per_seed(rows: list[dict[str, Any]], metric: str) -> list[str]:
@@ -211,14 +212,15 @@ def _per_seed(rows: list[dict[str, Any]], metric: str) -> list[str]:
            "final val acc | stopped | diverged |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         div = f"yes (step {r['diverged_step']})" if r["diverged"] else "no"
-        arm = f"{r['member']}/{r['arm']}" if r.get("member") else r["arm"]
-        out.append(f"| {text(arm)} | {r['seed']} | {_metric_cell(r)} | {_num(r['train_step'])} | "
-                   f"{_num(r['val_step'])} | {_num(r['gap'])} | {_num(r['final_train_acc'])} | "
-                   f"{_num(r['final_val_acc'])} | {r['stopped_step']} | {div} |")
+        arm = arm_label(r.get("member"), r["arm"])
+        out.append(f"| {text(arm)} | {r['seed']} | {_metric_cell(r)} | "
+                   f"{number(r['train_step'])} | {number(r['val_step'])} | {number(r['gap'])} | "
+                   f"{number(r['final_train_acc'])} | {number(r['final_val_acc'])} | "
+                   f"{r['stopped_step']} | {div} |")
     return out
 
 
-# captions of the figures result.json names
+# default captions, for a result.json without `figure_captions`
 _FIGURE_CAPTIONS = {"curves": "accuracy curves", "survival": "Kaplan–Meier curves",
                     "values": "per-seed values of the metric"}
 
@@ -243,22 +245,21 @@ def _rounds(seq: dict[str, Any] | None) -> list[str]:
            "level.", "", "| round | seeds per arm | CI level | verdict | estimate | CI |",
            "|---|---|---|---|---|---|"]
     for i, r in enumerate(seq["rounds"], 1):
-        est = _num(r.get("estimate")) if "estimate" in r else "—"
-        ci = _ci(r["ci"]) if "ci" in r else ", ".join(f"{text(k)}: {v}" for k, v in
-                                                       r.get("members", {}).items())
-        out.append(f"| {i} | {r['seeds']} | {_num(r['ci_level'])} | {r['verdict']} | {est} | "
+        est = number(r.get("estimate")) if "estimate" in r else "—"
+        ci = interval(r["ci"]) if "ci" in r else ", ".join(f"{text(k)}: {v}" for k, v in
+                                                            r.get("members", {}).items())
+        out.append(f"| {i} | {r['seeds']} | {number(r['ci_level'])} | {r['verdict']} | {est} | "
                    f"{ci} |")
     return [*out, ""]
 
 
 def _pairs(res: dict[str, Any]) -> list[str]:
     """Which analysis was used (paired by seed or unpaired), the within-pair correlation, seeds
-    without a partner, and each seed's value in both arms side by side (issue 13)."""
+    without a partner, and each seed's value in both arms side by side."""
     crit = res["criterion"]
     base, treat = crit.get("baseline"), crit.get("treated")
     fam = res["family"]
-    results = ({m["member"]: m["result"] for m in fam["members"]} if fam
-               else {"": res["result"]})
+    results = member_results(res)
     if not base or not treat or not results:
         return []
     out = ["## Paired analysis", "",
@@ -273,7 +274,7 @@ def _pairs(res: dict[str, Any]) -> list[str]:
         head = f"**{text(member)}**: " if member else ""
         broken = ", ".join(f"{text(k)}: {v}" for k, v in d.get("broken_pairs", {}).items() if v)
         corr = ("" if d.get("paired") else
-                f"; within-pair correlation {_num(d.get('within_pair_correlation'))}")
+                f"; within-pair correlation {number(d.get('within_pair_correlation'))}")
         out += [f"- {head}analysis: {text(d['analysis'])}{corr}"
                 + (f"; seeds without a partner: {broken}" if broken else "")]
         if d.get("estimate_bound"):
@@ -293,8 +294,14 @@ def _pairs(res: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-_PHASE_MARK = {"comprehension": "C", "grokking": "G", "memorization": "M", "confusion": "X",
-               None: "·"}
+# a phase map's cell marks, here and in its figure (report/figures.py)
+PHASE_LETTER = {"comprehension": "C", "grokking": "G", "memorization": "M", "confusion": "X"}
+
+
+def phase_share(cell: dict[str, Any]) -> float | None:
+    """The share of a phase-map cell's seeds in its most common phase; None for a tie."""
+    top = cell["most_common"]
+    return cell["counts"][top] / cell["seeds"] if top and cell["seeds"] else None
 
 
 def _phase_map(res: dict[str, Any]) -> list[str]:
@@ -310,9 +317,9 @@ def _phase_map(res: dict[str, Any]) -> list[str]:
     def mark(c: dict[str, Any] | None) -> str:
         if c is None:
             return ""
-        top = c["most_common"]
-        share = c["counts"][top] / c["seeds"] if top and c["seeds"] else None
-        return _PHASE_MARK[top] + (f" {share:.2f}" if share is not None else "")
+        share = phase_share(c)
+        return (PHASE_LETTER[c["most_common"]] if c["most_common"] else "·") + (
+            f" {share:.2f}" if share is not None else "")
 
     lines = ["### Phase map", "",
              f"Rows: {text(pm['y_label'])}; columns: {text(pm['x_label'])}. Each cell: its "
@@ -320,8 +327,8 @@ def _phase_map(res: dict[str, Any]) -> list[str]:
              "· a tie) and that phase's share of the cell's seeds; every count is in result.json "
              "and the arm table.", "",
              f"| {text(pm['y_label'])} \\ {text(pm['x_label'])} | "
-             + " | ".join(_num(x) for x in xs) + " |", "|---" * (1 + len(xs)) + "|"]
-    lines += [f"| {_num(y)} | " + " | ".join(mark(cells.get((x, y))) for x in xs) + " |"
+             + " | ".join(number(x) for x in xs) + " |", "|---" * (1 + len(xs)) + "|"]
+    lines += [f"| {number(y)} | " + " | ".join(mark(cells.get((x, y))) for x in xs) + " |"
               for y in ys]
     return [*lines, ""]
 
@@ -362,8 +369,8 @@ def result_lines(res: dict[str, Any]) -> list[str]:
 
 
 def figure_caption(name: str, captions: dict[str, str] | None = None) -> str:
-    """The caption of a figure result.json names: its own (`figure_captions`, written with the
-    figure), else the name's (reports written before captions were), else the name."""
+    """The caption of a figure result.json names: its own (`figure_captions`), else its name's
+    default, else the name."""
     return (captions or {}).get(name) or _FIGURE_CAPTIONS.get(name, name)
 
 
@@ -420,5 +427,5 @@ def render_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["claim_lines", "figure_caption", "figure_lines", "format_ci", "interval", "number",
+__all__ = ["claim_lines", "figure_caption", "figure_lines", "interval", "number",
            "render_markdown", "result_lines"]

@@ -1,12 +1,6 @@
-"""The referee's sections of a claim's report, from its result dict: Setup (what was run, at
-what scale, with how many seeds and steps), Reasoning (the rule that decided the verdict and the
-level it was tested at), Caveats (censoring, divergence, left-out seeds, power) and Reproduce
-(the commands). report.md and a suite's section both use them (`report.markdown`,
-`report.suite_md`), so a claim reads the same in either.
-
-Every figure and sentence here restates what the criterion and the pipeline already put in
-result.json (its reason, CI level, one-sided α, counts); nothing is recomputed, so the words
-cannot disagree with the verdict they explain.
+"""The referee's sections of a claim's report (Setup, Reasoning, Caveats, Reproduce), shared by
+report.md and a suite's sections. They restate what result.json holds and recompute nothing, so
+the words cannot disagree with the verdict they explain.
 """
 
 from __future__ import annotations
@@ -15,9 +9,15 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from grokverify.claim.load import arm_label
 from grokverify.numbers import format_number
 from grokverify.report.escape import code, text
-from grokverify.report.suite import plan_command, rebuild_command, reproduce_command
+from grokverify.report.suite import (
+    member_results,
+    plan_command,
+    rebuild_command,
+    reproduce_command,
+)
 
 
 def _count(values: list[Any]) -> str:
@@ -113,8 +113,7 @@ def reasoning_lines(res: dict[str, Any]) -> list[str]:
 
 def _by_arm(res: dict[str, Any], keep: Callable[[dict[str, Any]], bool]) -> Counter[str]:
     """Per-seed rows that `keep` accepts, counted by arm label ("arm" or "member/arm")."""
-    return Counter(f"{r['member']}/{r['arm']}" if r.get("member") else r["arm"]
-                   for r in res["per_seed"] if keep(r))
+    return Counter(arm_label(r.get("member"), r["arm"]) for r in res["per_seed"] if keep(r))
 
 
 def _listed(counts: Counter[str], totals: Counter[str], limit: int = 12) -> str:
@@ -124,9 +123,7 @@ def _listed(counts: Counter[str], totals: Counter[str], limit: int = 12) -> str:
 
 
 def _results(res: dict[str, Any]) -> list[dict[str, Any]]:
-    fam = res.get("family")
-    return [m["result"] for m in fam["members"]] if fam else [res["result"]] \
-        if res.get("result") else []
+    return [r for r in member_results(res).values() if r]
 
 
 def caveat_lines(res: dict[str, Any]) -> list[str]:

@@ -1,9 +1,7 @@
-"""A suite: the claims of one run (or one `grokverify report`) side by side.
-
-Built from plain result dicts (each claim's result.json), never from pipeline objects, so a
-suite can be rebuilt from any folder of reports, and `grokverify diff` can compare two nights
-from their `results.json` alone: one row per claim, what the verdict table shows and what
-`diff` compares. `report.index` writes the suite's files.
+"""A suite: the claims of one run side by side, one row per claim, and the helpers that read a
+claim's result dict. Built from result dicts (result.json), never from pipeline objects, so a
+suite can be rebuilt from any folder of reports and `grokverify diff` needs only results.json.
+`report.index` writes the suite's files.
 """
 
 from __future__ import annotations
@@ -34,6 +32,12 @@ class ClaimReport:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+
+def member_results(res: dict[str, Any]) -> dict[str, Any]:
+    """Each family member's criterion result by member; {"": result} for a claim without one."""
+    fam = res.get("family")
+    return {m["member"]: m["result"] for m in fam["members"]} if fam else {"": res.get("result")}
 
 
 def _effect(result: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +144,7 @@ def read_report(path: Path) -> ClaimReport:
 
 def load_suite(path: Path) -> dict[str, Any]:
     """A suite to compare: a results.json, a folder holding one, or a folder of claim folders
-    (`*/result.json`, as reports written before suites existed are), whose rows are built here."""
+    only (`*/result.json`), whose rows are built here."""
     if path.is_dir():
         if (path / SUITE_FILES["json"]).is_file():
             path = path / SUITE_FILES["json"]

@@ -1,7 +1,5 @@
-"""Write reports/<claim-id>/result.json, report.md and figures for one claim run.
-
-result.json holds everything (report.md is rendered from the same dict), so the nightly job can
-diff verdicts without parsing markdown.
+"""Write reports/<claim-id>/result.json, report.md and figures for one claim run. result.json
+holds everything (report.md is rendered from the same dict), so tools never parse Markdown.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.atomic import write_atomic
+from grokverify.claim.load import arm_label
 from grokverify.claim.metrics import MetricSpec
 from grokverify.claim.tasks import IMAGE_DATASETS
 from grokverify.engine.datasets import load as load_data
@@ -23,10 +22,6 @@ from grokverify.run.outcome import ClaimRun, RunOptions
 from grokverify.stats.arms import seed_value
 from grokverify.stats.base import jsonable
 from grokverify.store import code_version
-
-
-def _label(member: str, arm: str) -> str:
-    return f"{member}/{arm}" if member else arm
 
 
 def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
@@ -50,8 +45,8 @@ def _device(record: dict[str, Any]) -> str:
 
 
 def _data(run: ClaimRun) -> list[dict[str, Any]]:
-    """The files each image dataset of the run was read from (`grokverify.engine.datasets`): which
-    copy a verdict rests on, and whether it is the standard one."""
+    """The files each image dataset of the run was read from: which copy a verdict rests on, and
+    whether it is the standard one."""
     out = []
     for name in sorted({n for p in run.plans if (n := p.experiment.task.data_name())}):
         data, info = load_data(name), IMAGE_DATASETS[name]
@@ -63,9 +58,8 @@ def _data(run: ClaimRun) -> list[dict[str, Any]]:
 
 
 def records_train_s(records: list[dict[str, Any]]) -> float:
-    """The training time the claim's records cost, whichever run trained them: each chunk's
-    wall time once (a chunk's records share its experiment, host, creation time, seeds and
-    wall), summed. A rebuilt report and a run that reused the store show the same figure."""
+    """The training time the claim's records cost, whichever run trained them: each chunk's wall
+    time once (a chunk's records share experiment, host, creation time, seeds and wall)."""
     chunks = {(r.get("key_inputs", {}).get("experiment"), r.get("host"), r.get("created"),
                tuple(r.get("chunk_seeds", ())), r.get("chunk_wall_s")):
               float(r.get("chunk_wall_s") or 0.0) for r in records}
@@ -74,17 +68,18 @@ def records_train_s(records: list[dict[str, Any]]) -> float:
 
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
                  opts: RunOptions, device: str) -> dict[str, Any]:
+    """result.json's content, figures aside (`write_report` adds them)."""
     loaded, claim = run.loaded, run.loaded.claim
     scale = claim.scales[run.scale]
     arms: dict[str, Any] = {}
     per_seed: list[dict[str, Any]] = []
     devices: set[str] = set()
     for plan in run.plans:
-        records = records_by_arm[_label(plan.member, plan.arm)]
+        records = records_by_arm[arm_label(plan.member, plan.arm)]
         devices.update(_device(r) for r in records if r)
         rows = _seed_rows(plan.member, plan.arm, [r for r in records if r], claim.metric)
         per_seed.extend(rows)
-        arms[_label(plan.member, plan.arm)] = {
+        arms[arm_label(plan.member, plan.arm)] = {
             "member": plan.member, "arm": plan.arm,
             "override": claim.arms[plan.arm],
             "experiment": plan.experiment.model_dump(mode="json"),
@@ -133,10 +128,8 @@ def write_report(run: ClaimRun, read: list[list[dict[str, Any]]], opts: RunOptio
     per plan, as `pipeline.analyse` returns them)."""
     out = opts.reports / run.loaded.claim.id
     out.mkdir(parents=True, exist_ok=True)
-    records = {_label(p.member, p.arm): recs for p, recs in zip(run.plans, read, strict=True)}
+    records = {arm_label(p.member, p.arm): recs for p, recs in zip(run.plans, read, strict=True)}
     result = build_result(run, records, opts, device)
-    # every registered figure that applies (report.figures.FIGURES), drawn from the result
-    # and the records; result.json names their files and captions
     result["figures"], result["figure_captions"] = draw_figures(FigureData(result, records), out)
     write_atomic(out / "result.json", json.dumps(result, indent=2, sort_keys=False) + "\n")
     write_atomic(out / "report.md", render_markdown(result))

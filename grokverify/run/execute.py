@@ -38,8 +38,8 @@ OnProgress = Callable[[int, int], None]  # (seed-steps done, running trials)
 TrialFn = Callable[[dict[str, Any], list[int], str, int, dict[str, str]], list[dict[str, Any]]]
 
 # Tasks submitted and not yet returned, per slot: one running and one queued behind it, so a
-# slot never idles while the driver stores the last result, and a driver restart loses no
-# more than that (nothing else was submitted). benchmarks/scale_sim.py measures the choice.
+# slot never idles while the driver stores the last result, and a driver restart loses no more
+# (docs/cluster.md, "Work sizing"; benchmarks/scale_sim.py measures the choice).
 IN_FLIGHT_PER_SLOT = 2
 SLOTS_REFRESH_S = 10.0  # how often a run re-reads the cluster's size (an autoscaler grows it)
 
@@ -59,12 +59,9 @@ def device_name(device: str) -> str:
 def run_trial(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
               expected: dict[str, str], progress: ProgressFn | None = None,
               ) -> list[dict[str, Any]]:
-    """Train one chunk and return one store record per seed (runs in a worker or in-process).
-
-    `expected` is the process part of the records' keys as the driver computed them
-    (`store.process_part`: results version, torch, device type, numerics, data files); a worker
-    whose own differs (another torch, pinning turned off on one machine only, a CPU without
-    AVX2) refuses before training rather than store records that do not hash to their keys."""
+    """Train one chunk and return one store record per seed (in a worker or in-process). A
+    worker whose process part of the keys (`store.process_part`) differs from the driver's
+    `expected` refuses before training: its records would not hash to their keys."""
     import torch
 
     from grokverify.engine.loop import train_seeds
@@ -156,12 +153,18 @@ class LocalExecutor:
         pass
 
 
+def _host_port(address: str) -> tuple[str, str]:
+    """host:port or ray://host:port -> (host, port), as written."""
+    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    return host, port
+
+
 def address_problem(address: str) -> str | None:
     """What is wrong with an --address value, or None: checked before anything starts, so a
     malformed address is an argument error (exit 2), not a failed run."""
     if address == "auto":
         return None
-    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    host, port = _host_port(address)
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         return f"--address {address!r}: expected host:port or ray://host:port (or auto)"
     return None
@@ -184,7 +187,7 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
     problem = address_problem(address)
     if problem:
         raise ExecutionError(problem.replace("--address", "RAY_ADDRESS") if source else problem)
-    host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+    host, port = _host_port(address)
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
@@ -195,9 +198,8 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
 
 class RayExecutor:
     """Local Ray started on the fly (default) or an existing cluster (`address`). `task` is
-    what each Ray task runs (default `run_trial`; benchmarks/scale_sim.py passes a stand-in of
-    declared duration), `max_in_flight` the most tasks submitted and not yet returned (default
-    IN_FLIGHT_PER_SLOT a slot)."""
+    what each Ray task runs (default `run_trial`; a benchmark's stand-in), `max_in_flight` the
+    most tasks submitted and not yet returned (default IN_FLIGHT_PER_SLOT a slot)."""
 
     def __init__(self, address: str | None = None, device: str = "cpu", cpus_per_task: int = 1,
                  gpus_per_task: float | None = None, num_cpus: int | None = None,
@@ -216,8 +218,6 @@ class RayExecutor:
         self.gpus_per_task = gpus_per_task
         self.gpu_memory = int(gpu_memory_gib * GIB) if gpu_memory_gib else DEFAULT_GPU_MEMORY
         self.address = address
-        # what each task runs (run_trial; a benchmark's stand-in), and the most tasks submitted
-        # at once (default IN_FLIGHT_PER_SLOT per slot, as the cluster's size is at the time)
         self.task: TrialFn = task or run_trial
         self.max_in_flight = max_in_flight
         self._tmp: str | None = None
@@ -287,11 +287,9 @@ class RayExecutor:
                     f"{have.get(name, 0.0):g}; use --device cpu or a cluster with {name}s")
 
     def run(self, trials: list[Trial], on_done: OnDone, on_progress: OnProgress) -> None:
-        """Submit trials while fewer than the cap are in flight, store each result as it
-        returns (through `on_done`, in the driver: no shared filesystem), submit the next. A
-        task that raises is reported against its arm once the rest are done; a killed worker's
-        task is retried (`max_retries`); on an interrupt every task in flight is cancelled and
-        the trials never submitted are simply not run."""
+        """Submit trials while fewer than the cap are in flight and store each result as it
+        returns (`on_done`, in the driver). A task that raises is reported against its arm once
+        the rest are done; a killed worker's is retried; an interrupt cancels those in flight."""
         ray = self.ray
         shares = {id(t): self.share(t) for t in trials}
         too_big = [t for t in trials if shares[id(t)] > 1]
@@ -387,10 +385,9 @@ def _unwrapped_signals() -> Iterator[None]:
 
 @contextmanager
 def _sigterm_held() -> Iterator[None]:
-    """ray.init installs its own SIGTERM handlers in the driver (a Python one that exits 15, a
-    C one that prints a stack and aborts, exit 134). Hold SIGTERM while Ray starts, then put
-    back the handler the CLI set and let a held signal through to it, so SIGTERM always ends a
-    run the same clean way."""
+    """Hold SIGTERM while Ray starts, then put back the CLI's handler and let a held signal
+    through to it: ray.init installs SIGTERM handlers of its own (one exits 15, one prints a C
+    stack and aborts, exit 134), and SIGTERM must always end a run the same clean way."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from grokverify.claim.budget import estimate
 from grokverify.claim.load import LoadedClaim
-from grokverify.report import write_report
+from grokverify.report.write import write_report
 from grokverify.run.execute import EXECUTORS, ExecutionError, Executor, resolve_device
 from grokverify.run.outcome import ClaimRun, RunOptions
 from grokverify.run.trials import Trial, pending_trials, plan_arms, spread
@@ -47,22 +47,19 @@ def _make_executor(opts: RunOptions, device: str) -> Executor:
                             gpu_memory_gib=opts.gpu_memory_gib)
 
 
-# A record's write is ~1 ms of CPU, then its fsync waits on the disk (4 ms on an idle disk here,
-# 12-50 ms on a busy one). The driver writes each record as its trial returns (the file is then
-# in the page cache: a driver killed outright, SIGKILL or a crash, loses only its tasks in
-# flight) and leaves the fsyncs, which make the records survive a power loss, to SYNC_THREADS
-# threads, at most SYNCS_QUEUED trials behind (beyond, the loop waits: memory stays flat on a
-# disk slower than the cluster). A record a power loss cuts short reads as damaged and is
-# retrained (docs/store.md). benchmarks/scale_sim.py measures it.
+# The driver writes each record as its trial returns (then a driver killed outright loses only
+# its tasks in flight) and leaves the fsyncs (4 ms on an idle disk, 12-50 ms on a busy one) to
+# SYNC_THREADS threads, at most SYNCS_QUEUED trials behind, so memory stays flat on a disk slower
+# than the cluster (docs/cluster.md, "Work sizing"; a record a power loss cuts short reads as
+# damaged and is retrained: docs/store.md).
 SYNC_THREADS = 8
 SYNCS_QUEUED = 2 * SYNC_THREADS
 
 
 class _Writer:
     """Stores each finished trial's records at once and releases their locks; their fsyncs run
-    on SYNC_THREADS threads. A failed write raises at once (the run stops, its tasks
-    cancelled); a failed fsync at a later `put` or at `close`, which waits for every fsync (an
-    interrupted or failed run's too, and says a failed one: `close_after`)."""
+    on SYNC_THREADS threads. A failed write raises at once; a failed fsync at a later `put` or
+    at `close`, which waits for every fsync."""
 
     def __init__(self, store: Store):
         self.store = store
@@ -341,12 +338,9 @@ def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                train: bool = True) -> list[ClaimRun]:
-    """Fixed-seed claims run in one round; sequential ones add rounds until decided. Every
-    round trains what all still-open claims need together, on one executor. With `train`
-    False (`grokverify report`) nothing is trained, locked or written to the store and no
-    executor starts: the reports are rebuilt from stored records, and the first round that
-    lacks one raises MissingRecords. `opts.device` then names the device type the records were
-    trained on, and need not be here."""
+    """Each round trains what every open claim needs, on one executor; sequential claims add
+    rounds until decided. With `train` False (`grokverify report`) nothing is trained or written
+    and a missing record raises MissingRecords; `opts.device` then names the records' device."""
     for loaded in claims:
         if opts.scale not in loaded.claim.scales:
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "

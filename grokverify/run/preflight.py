@@ -15,7 +15,7 @@ from grokverify.claim.yamlio import Path_, Problem, SpecError, dotted
 from grokverify.engine.datasets import BadData, MissingData
 from grokverify.engine.datasets import load as load_data
 from grokverify.run.outcome import RunOptions
-from grokverify.run.trials import pending_trials, plan_arms
+from grokverify.run.trials import pending_trials, plan_arms, shards
 from grokverify.store import Store
 
 
@@ -28,7 +28,7 @@ def claim_problems(claims: list[LoadedClaim], opts: RunOptions, limits: Limits,
     """Every problem of the claims as a run at `opts` on `device` would meet it, raised as one
     SpecError (exit 2): two files with one id (they would write one report folder and mix their
     counts), a scale a claim lacks, a trial of `opts.chunk_size` seeds over `limits`."""
-    shards = _shards(opts, device)
+    n_shards = shards(device.split(":")[0], opts.cpus_per_task)
     problems: list[Problem] = []
     first: dict[str, LoadedClaim] = {}
     for loaded in claims:
@@ -50,7 +50,8 @@ def claim_problems(claims: list[LoadedClaim], opts: RunOptions, limits: Limits,
                                     f"has: {', '.join(loaded.claim.scales)}"))
             continue
         chunk = min(opts.chunk_size, _most_seeds(loaded, opts))
-        problems += check(loaded, limits, chunk_size=chunk, scales=[opts.scale], shards=shards)
+        problems += check(loaded, limits, chunk_size=chunk, scales=[opts.scale],
+                          shards=n_shards)
     if problems:
         raise SpecError(problems)
 
@@ -83,15 +84,10 @@ def data_problems(claims: list[LoadedClaim], scale: str) -> dict[str, str]:
                     short.append((scale, member, arm, ("task", field),
                                   f"{n} images, and the {part} file in {data.folder} holds "
                                   f"{data.rows(part)}"))
-        problems += loaded.unit_problems(short)
+        problems += loaded.experiment_problems(short)
     if problems:
         raise SpecError(problems)
     return skipped
-
-
-def _shards(opts: RunOptions, device: str) -> int:
-    """Batched models per trial: one per CPU thread (engine.loop), one on a GPU."""
-    return opts.cpus_per_task if device.startswith("cpu") else 1
 
 
 def _most_seeds(loaded: LoadedClaim, opts: RunOptions) -> int:
@@ -118,7 +114,7 @@ class PlannedClaim:
     claim_id: str
     scale: str
     paper_setting: bool
-    arms: int  # (member, arm) units
+    arms: int  # (member, arm) pairs
     seeds_per_arm: int
     stored: int
     to_train: int
@@ -132,6 +128,7 @@ def plan_run(claims: list[LoadedClaim], opts: RunOptions, device: str) -> list[P
     most seeds the run can need: the last look of sequential rounds), with no training."""
     store = Store(opts.store)
     device_type = device.split(":")[0]
+    n_shards = shards(device_type, opts.cpus_per_task)
     out = []
     for loaded in claims:
         n = _most_seeds(loaded, opts)
@@ -139,8 +136,7 @@ def plan_run(claims: list[LoadedClaim], opts: RunOptions, device: str) -> list[P
         trials = pending_trials(loaded.claim.id, plans, store, opts.chunk_size, device_type,
                                 opts.cpus_per_task)
         keys = {k for p in plans for k in p.keys}
-        estimates = [estimate(t.experiment, len(t.seeds), _shards(opts, device))
-                     for t in trials]
+        estimates = [estimate(t.experiment, len(t.seeds), n_shards) for t in trials]
         out.append(PlannedClaim(
             loaded.claim.id, opts.scale, loaded.claim.scales[opts.scale].paper_setting,
             len(plans), n, len(keys) - sum(len(t.seeds) for t in trials),

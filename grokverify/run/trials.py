@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from grokverify.claim.budget import estimate
 from grokverify.claim.experiment import ExperimentSpec
-from grokverify.claim.load import LoadedClaim
+from grokverify.claim.load import LoadedClaim, arm_label
 from grokverify.store import Store, process_part, record_keys
 
 
@@ -36,7 +36,7 @@ class Trial:
 
     @property
     def label(self) -> str:
-        return f"{self.member}/{self.arm}" if self.member else self.arm
+        return arm_label(self.member, self.arm)
 
     @property
     def seed_steps(self) -> int:
@@ -57,12 +57,9 @@ def plan_arms(loaded: LoadedClaim, scale: str, device_type: str,
     return plans
 
 
-# Work sizing (issue 18). A task should last at least TASK_MIN_S: Ray's own cost of a task (5-10
-# ms warm, ~6 s for a fresh worker's first trial: ../shared/ray-notes.md) is then noise, and a
-# driver that stores ~200 trials a second (benchmarks/scale_sim.py) keeps 200 x 30 = 6,000 slots
-# busy. Batching seeds pays while a step's fixed cost is a large share of it (overhead-bound small
-# models, and any model on a GPU): a chunk also grows until that share is under
-# BATCH_FIXED_SHARE. Durations come from budget.estimate's flops and STEP_COST.
+# Work sizing (docs/cluster.md, "Work sizing"): a task lasts at least TASK_MIN_S, so that Ray's
+# own cost of a task is noise, and a chunk grows until a step's fixed cost is at most
+# BATCH_FIXED_SHARE of it. Durations come from budget.estimate's flops and STEP_COST.
 TASK_MIN_S = 30.0
 BATCH_FIXED_SHARE = 0.1
 # device type -> (fixed seconds a training step, flop/s of its arithmetic per CPU thread or per
@@ -72,34 +69,34 @@ BATCH_FIXED_SHARE = 0.1
 STEP_COST: dict[str, tuple[float, float]] = {"cpu": (1e-3, 4e10), "cuda": (1.8e-3, 5e13)}
 
 
+def shards(device_type: str, threads: int) -> int:
+    """Batched models a trial trains side by side: one per CPU thread, one on a GPU."""
+    return max(1, threads) if device_type == "cpu" else 1
+
+
 def _step_cost(device_type: str, threads: int) -> tuple[float, float, int]:
-    """(fixed seconds a step, flop/s a shard, shards) of a trial: a CPU trial trains one shard
-    per thread side by side, a GPU trial one."""
+    """(fixed seconds a step, flop/s a shard, shards) of a trial."""
     fixed, rate = STEP_COST["cpu" if device_type == "cpu" else "cuda"]
-    return fixed, rate, max(1, threads) if device_type == "cpu" else 1
+    return fixed, rate, shards(device_type, threads)
 
 
 def expected_seconds(exp: ExperimentSpec, n_seeds: int, device_type: str,
                      threads: int = 1) -> float:
     """A trial's expected duration at its full step budget (early stopping only shortens it):
-    the steps' fixed cost plus `budget.estimate`'s flops at the device's rate, a CPU trial's
-    shards (one per thread) side by side."""
-    fixed, rate, shards = _step_cost(device_type, threads)
-    return exp.training.steps * fixed + estimate(exp, n_seeds, shards).flops / (rate * shards)
+    the steps' fixed cost plus `budget.estimate`'s flops at the device's rate, shards side by
+    side."""
+    fixed, rate, n_shards = _step_cost(device_type, threads)
+    return (exp.training.steps * fixed
+            + estimate(exp, n_seeds, n_shards).flops / (rate * n_shards))
 
 
 def chunk_seeds(exp: ExperimentSpec, most: int, device_type: str, threads: int = 1) -> int:
     """Seeds per trial: the fewest that make a task last at least TASK_MIN_S with the steps'
-    fixed cost at most BATCH_FIXED_SHARE of it, and never more than `most` (--chunk-size); at
-    least two a shard (one per CPU thread; a GPU trial is one shard), since a lone seed trains
-    beside a ghost copy at the cost of two (`budget.batched_seeds`). Fewer seeds a task means
-    more tasks to spread over a cluster and less lost to a driver restart; on a CPU a long trial
-    of a compute-bound model goes two seeds a shard (batching more gains nothing:
-    ../shared/perf-notes.md), the toy and anything on a GPU batch up to `most`. A seed's record
-    does not depend on its chunk (docs/determinism.md)."""
-    fixed, _, shards = _step_cost(device_type, threads)
+    fixed cost at most BATCH_FIXED_SHARE of it, at least two a shard (a lone seed trains beside
+    a ghost copy) and at most `most` (--chunk-size); docs/cluster.md, "Work sizing"."""
+    fixed, _, n_shards = _step_cost(device_type, threads)
     fixed *= exp.training.steps
-    for n in range(min(most, 2 * shards), most):
+    for n in range(min(most, 2 * n_shards), most):
         seconds = expected_seconds(exp, n, device_type, threads)
         if seconds >= TASK_MIN_S and fixed <= BATCH_FIXED_SHARE * seconds:
             return n
@@ -108,10 +105,9 @@ def chunk_seeds(exp: ExperimentSpec, most: int, device_type: str, threads: int =
 
 def pending_trials(claim_id: str, plans: list[ArmPlan], store: Store, chunk_size: int,
                    device_type: str, threads: int = 1) -> list[Trial]:
-    """Seeds without a sound record (missing, or damaged: `Store.has` checks each record's
-    digest), in chunks of `chunk_seeds` seeds per arm (at most chunk_size; `threads`: CPU
-    threads a trial trains on). Arms with the same resolved experiment share records, so a seed
-    is scheduled once."""
+    """Seeds without a sound record (`Store.has` checks each record's digest), in even chunks
+    of at most `chunk_seeds` seeds per arm. Arms with the same resolved experiment share records,
+    so a seed is scheduled once."""
     trials: list[Trial] = []
     scheduled: set[str] = set()
     for plan in plans:
@@ -141,8 +137,7 @@ def _even_parts(items: list[tuple[int, str]], n: int) -> list[list[tuple[int, st
 def spread(trials: list[Trial], slots: int) -> list[Trial]:
     """The trials cut so that `slots` workers all have one when the seeds allow: the largest
     trial is halved while there are fewer trials than slots. A seed's record does not depend on
-    the chunk it trains in (docs/determinism.md), so this changes the wall time only: a
-    one-arm claim of 10 seeds trains on both cores of a 2-core machine, not on one."""
+    its chunk (docs/determinism.md), so this changes the wall time only."""
     out = list(trials)
     while len(out) < slots:
         big = max(range(len(out)), key=lambda i: len(out[i].seeds), default=None)

@@ -28,10 +28,9 @@ def seed_value(metric: MetricSpec, record: dict[str, Any]) -> Observation | str:
 
 def arm_sample(arm: str, records: list[dict[str, Any]], metric: MetricSpec,
                extra_metrics: Sequence[MetricSpec] = ()) -> ArmSample:
-    """Censored seeds stay in (censored at the budget); only declared rules leave a seed out,
-    and each one left out is counted under its reason. `extra_metrics` (e.g. a correlation's
-    x and y) are read for the same seeds into ``extra[label]`` and ``extra[label.observed]``,
-    NaN where undefined (or left out by that metric's own divergence rule) for a seed."""
+    """Censored seeds stay in; only declared rules leave a seed out, counted under its reason.
+    `extra_metrics` (e.g. a correlation's x and y) are read for the same seeds into
+    ``extra[label]`` and ``extra[label.observed]``, NaN where undefined for a seed."""
     values: list[float] = []
     observed: list[bool] = []
     seeds: list[int] = []

@@ -1,14 +1,6 @@
-"""Shared data types of the statistics layer.
-
-Arms arrive as per-seed values of a metric, times to an event or signed values (`ArmSample`); a
-criterion turns them into a `CriterionResult` that carries the estimate, its CI, the verdict,
-the reason and its own per-arm rows, so that reports can be written without re-running any
-statistics.
-
-JSON convention (`CriterionResult.to_dict`): ``inf`` -> the string ``"inf"``, ``-inf`` -> ``"-inf"``
-and NaN -> ``None``, because JSON has no infinities and an infinite median ("beyond the budget")
-is a meaningful, common outcome that must survive a round trip.
-"""
+"""Shared data types of the statistics layer: the per-seed samples a criterion takes
+(`ArmSample`), the result it gives (`CriterionResult`, which a report reads without re-running
+any statistics) and the rule that reads a verdict off p-values against θ."""
 
 from __future__ import annotations
 
@@ -29,7 +21,8 @@ from grokverify.stats.verdict import Verdict
 
 
 def jsonable(value: Any) -> Any:
-    """Recursively convert to JSON-safe values: inf -> "inf", -inf -> "-inf", NaN -> None."""
+    """Recursively convert to JSON-safe values: inf -> "inf", -inf -> "-inf", NaN -> None (JSON
+    has no infinities, and a median beyond the budget is a common outcome that must survive)."""
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
@@ -56,30 +49,19 @@ def _json_float(x: float) -> float | str | None:
 OBSERVED_SUFFIX = ".observed"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)  # eq=False: array equality has no single truth value
 class ArmSample:
-    """Per-seed values of one arm's metric, of either metric kind.
-
-    ``kind`` ``"time"``: ``values`` hold the step at which the event (threshold reached)
-    happened, or the censoring step (the budget) when ``observed`` is False; they must be finite
-    and >= 0. ``kind`` ``"value"``: signed per-seed numbers (a probe's mean over a window, ...),
-    finite and all observed (a value metric is never censored). Arrays are coerced to float /
-    bool so that the statistics never see integer or object arrays; ``eq=False`` because
-    element-wise array comparison has no single truth value (identity equality and hashing
-    instead).
-
-    ``extra`` optionally holds further per-seed metrics of the *same* seeds, in the same order
-    (label -> array of the same length), for criteria that relate two metrics
-    (``correlation``). Values are floats; NaN marks a seed for which that metric is undefined.
-    A key ``"<label>.observed"`` may carry that metric's observed mask (coerced to bool);
-    without it every finite value of the metric counts as observed.
-    """
+    """Per-seed values of one arm's metric, of either kind (docs/verdicts.md, "Metrics and their
+    kinds"), coerced to float / bool arrays so that the statistics never see integer or object
+    arrays."""
 
     name: str
-    values: np.ndarray
-    observed: np.ndarray
+    values: np.ndarray  # time: the event's step, or the censoring step (budget) if not observed
+    observed: np.ndarray  # a value metric is never censored: all True
     seeds: tuple[int, ...]
-    excluded: dict[str, int] = field(default_factory=dict)
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> seeds left out
+    # further metrics of the same seeds (label -> array; NaN: undefined for that seed), e.g. a
+    # correlation's x and y; "<label>.observed" carries a mask, else every value is observed
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     kind: Kind = "time"
 
@@ -138,11 +120,9 @@ _KIND_RULES: dict[str, Callable[[np.ndarray, np.ndarray], str | None]] = {
 
 @dataclass
 class ArmSummary:
-    """One arm's row in the reports: its usable seeds, those left out, and the columns its
-    criterion chose (ordered label -> value; a pair is a CI), because what describes an arm
-    depends on the criterion and the metric kind (a Kaplan-Meier median for censored times, a
-    mean for signed values, a share for a proportion). Values are NaN where undefined, inf where
-    a median is beyond the budget."""
+    """One arm's row in the reports: usable seeds, those left out, and the columns its
+    criterion chose (ordered label -> value, a pair being a CI; NaN where undefined, inf where a
+    median is beyond the budget), since what describes an arm depends on the criterion."""
 
     name: str
     n: int
@@ -167,18 +147,14 @@ class CriterionResult:
     reason: str
     arms: list[ArmSummary]
     details: dict[str, Any]
-    # One-sided p-values against the boundary θ of the claimed region, coherent with the CI
-    # (`verdict_from_p` gives the CI's verdict) so that families can correct them across members:
-    # small p_support = the effect lies inside the region; small p_refute = outside. None: no
-    # estimate (the result is INCONCLUSIVE with its reason).
+    # one-sided p's against θ that give the CI's verdict (`verdict_from_p`), so that a family
+    # can correct them (docs/verdicts.md, "p-values against θ"); None: no estimate
     p_support: float | None = None
     p_refute: float | None = None
-    # What `p_value` tests, for the reports: most criteria report a test of no effect, which
-    # never decides a verdict; one whose own p is against θ says so.
-    p_value_label: str = "no-effect test p"
+    p_value_label: str = "no-effect test p"  # what `p_value` tests, for the reports
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict: inf -> "inf", -inf -> "-inf", NaN -> None (see module docstring)."""
+        """JSON-safe dict: inf -> "inf", -inf -> "-inf", NaN -> None (`jsonable`)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["arms"] = [asdict(a) for a in self.arms]
         return jsonable(out)
@@ -191,11 +167,9 @@ P_TOL = 1e-9  # relative float tolerance of a p-value at the level alpha
 
 
 def verdict_from_p(p_support: float | None, p_refute: float | None, alpha: float) -> Verdict:
-    """The CI's verdict read off its one-sided p-values against θ at one-sided level `alpha`
-    (``(1 - ci_level) / 2``): the boundary belongs to the claimed region, so a CI bound *at* θ
-    supports (``p_support <= alpha``) but does not refute (``p_refute < alpha``). Bootstrap p's
-    are multiples of 1 / n_boot and often equal alpha exactly, while ``(1 - 0.9) / 2`` is
-    0.04999999999999999 in floats, so alpha is compared within a relative `P_TOL`."""
+    """The CI's verdict from its p's against θ at one-sided level `alpha`: ``<=`` supports and
+    ``<`` refutes (the boundary belongs to the claimed region), within `P_TOL`, since bootstrap
+    p's often equal alpha exactly while ``(1 - 0.9) / 2`` is 0.04999999999999999."""
     if p_support is not None and p_support <= alpha * (1 + P_TOL):
         return Verdict.SUPPORTED
     if p_refute is not None and p_refute < alpha * (1 - P_TOL):
@@ -205,9 +179,8 @@ def verdict_from_p(p_support: float | None, p_refute: float | None, alpha: float
 
 def wald_p(estimate: float, se: float, boundary: float, region: Region) -> tuple[float, float]:
     """(p_support, p_refute) of a normal statistic against `boundary` for the claimed region
-    ``{effect <= boundary}`` (``less``) or ``{effect >= boundary}`` (``greater``), on the scale
-    where the CI is ``estimate -/+ z se``: the CI's bound passes the boundary at level
-    ``1 - 2 p`` exactly, so the p's give the CI's verdict (`verdict_from_p`)."""
+    ``effect <= boundary`` (``less``) or ``>=`` (``greater``), on the scale where the CI is
+    ``estimate -/+ z se``, so that they give that CI's verdict."""
     with np.errstate(all="ignore"):
         z = (estimate - boundary) / se
     above, below = float(sps.norm.sf(z)), float(sps.norm.cdf(z))  # small: effect above / below

@@ -1,25 +1,7 @@
-"""Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the
-censoring policies and their lower-bound rule, statistics of a per-seed scalar, the pairing of
-two arms by seed, and the BCa bootstrap with its percentile fallback and its one-sided p-values.
-
-Pairing. The arms of a claim share seed i's split, initialisation and data order, so seed i's
-results in two arms are correlated; a paired analysis (`pair_arms`) compares them within seed and
-removes the between-seed spread that both arms share. Pairs are the seed numbers both arms have;
-a seed left out of one arm leaves its partner unpaired (counted as a broken pair). Arms that
-share fewer than two seed numbers, or repeat a seed number, are analysed unpaired, and the
-details say why. Pairing by seed number stays valid when two arms share no randomness but then
-gains nothing: the within-pair correlation (reported) shows how much it helped.
-
-Censoring (time metrics only; a value metric is never censored). A censored seed's value is its
-censoring value (the budget): a *lower bound* on the true value. Criteria that compare values
-offer ``censored: as_budget`` (use the lower bound) or ``refuse`` (no verdict while any value is
-censored). Under ``as_budget`` the *lower-bound rule*
-applies: mean, median and IQM never decrease when a value rises, so a censored value can only
-have pulled its arm's statistic down. A verdict that this pull favours stands only when the
-statistic of every arm whose pull favours it is *determined* despite censoring (`determined`);
-otherwise the verdict is withheld (INCONCLUSIVE) with the reason. The bootstrap resamples are not
-re-checked: the rule is applied to the arms as observed.
-"""
+"""Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the pairing
+of two arms by seed, the censoring policies and their lower-bound rule, statistics of a per-seed
+scalar, and the BCa bootstrap with its one-sided p-values. The rules they implement are
+docs/verdicts.md's "Paired analysis" and "Censoring and divergence"."""
 
 from __future__ import annotations
 
@@ -141,16 +123,15 @@ CORRELATION_METHOD = ("Spearman rank correlation of the paired seeds' values; a 
 
 @dataclass(frozen=True)
 class Pairing:
-    """How two arms are analysed. Paired: `base` and `treat` are the arms restricted to the seed
-    numbers both have, in the same order (pair i = position i); unpaired: the arms as given and
-    `why_unpaired`. `broken` counts, per arm, its seeds whose partner is missing; `correlation`
-    is the within-pair Spearman correlation (NaN without two pairs or with constant values)."""
+    """How two arms are analysed: paired, `base` and `treat` restricted to the seed numbers both
+    have (pair i = position i); unpaired, the arms as given and `why_unpaired`. `correlation` is
+    the within-pair Spearman correlation (NaN without two pairs or with constant values)."""
 
     paired: bool
     base: ArmSample
     treat: ArmSample
     n_pairs: int
-    broken: dict[str, int]
+    broken: dict[str, int]  # per arm, its seeds whose partner is missing
     correlation: float
     why_unpaired: str = ""
 
@@ -174,8 +155,8 @@ class Pairing:
 
 
 def pair_arms(base: ArmSample, treat: ArmSample, paired: bool) -> Pairing:
-    """Pair two arms by seed number (see the module docstring); unpaired when `paired` is False
-    or when the arms cannot be paired (the reason is kept)."""
+    """Pair two arms by seed number; unpaired when `paired` is False or when they cannot be
+    paired (fewer than 2 shared seed numbers, or a seed number repeated), keeping the reason."""
     common = sorted(set(base.seeds) & set(treat.seeds))
     broken = {base.name: base.n - len(common), treat.name: treat.n - len(common)}
     repeats = [a.name for a in (base, treat) if len(set(a.seeds)) != a.n]
@@ -210,8 +191,8 @@ def paired_effects(pairing: Pairing, effect: str) -> np.ndarray:
 
 
 def with_analysis(test: str, pairing: Pairing) -> str:
-    """The test string naming the analysis, unchanged for a declared unpaired one (so that
-    ``paired: false`` reports exactly what it always did)."""
+    """The test string naming the analysis; a declared unpaired analysis (``paired: false``)
+    keeps the plain test string."""
     if not pairing.paired and not pairing.why_unpaired:
         return test
     return f"{test}; analysis: {pairing.analysis}"
@@ -260,13 +241,9 @@ def refusal(arms: Sequence[ArmSample], policy: CensoredPolicy) -> str | None:
 
 
 def determined(values: np.ndarray, observed: np.ndarray, statistic: Statistic) -> bool:
-    """Whether the statistic of an arm is fixed whatever the censored seeds' true values are.
-
-    True values of censored seeds are above their censoring values. When every censoring value
-    is >= every observed value (a common budget), the censored seeds are the top order
-    statistics, and the median is determined while at most ``(n - 1) // 2`` of them are censored
-    and the IQM while at most ``int(0.25 n)`` are (its trimmed top); the mean never is.
-    """
+    """Whether the arm's statistic is fixed whatever the censored seeds' true values (above
+    their censoring values) are: when the censored seeds are the top order statistics, for a
+    median while at most (n - 1) // 2 are censored, for the IQM its trimmed top; never a mean."""
     cens = ~np.asarray(observed, dtype=bool)
     c = int(cens.sum())
     if c == 0:
@@ -284,11 +261,8 @@ def determined(values: np.ndarray, observed: np.ndarray, statistic: Statistic) -
 
 def lower_bound_rule(verdict: Verdict, reason: str, at_risk: Sequence[ArmSample],
                      statistic: str) -> tuple[Verdict, str, list[str]]:
-    """Withhold `verdict` when an arm whose lower-bound pull favours it is undetermined.
-
-    `at_risk` are the undetermined arms whose censored values could have produced `verdict`.
-    Returns the (possibly withheld) verdict, its reason and the names of the arms that withheld.
-    """
+    """(verdict, reason, names of the arms that withheld it): `verdict` withheld when `at_risk`
+    holds undetermined arms whose censored values could have produced it."""
     if not at_risk or verdict == Verdict.INCONCLUSIVE:
         return verdict, reason, []
     who = " and ".join(f"arm {a.name!r} has {censored_count(a)} censored seed(s) entered at "
@@ -329,10 +303,9 @@ EXPANDED_LEVEL_RULE = "Hesterberg's expanded level 1 - 2 Phi(-sqrt(n/(n-1)) t_(n
 
 
 def expanded_level(ci_level: float, n: int) -> float:
-    """Hesterberg's (2015) expanded bootstrap level for `n` seeds:
-    ``1 - 2 Phi(-sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2})`` with ``alpha = 1 - ci_level``. It
-    corrects the narrowness of bootstrap intervals with few observations (the plug-in variance
-    is (n-1)/n of the unbiased one, and normal rather than t quantiles are implied)."""
+    """Hesterberg's (2015) expanded bootstrap level for `n` seeds (`EXPANDED_LEVEL_RULE`), which
+    corrects the narrowness of bootstrap intervals with few seeds: the plug-in variance is
+    (n-1)/n of the unbiased one, and normal rather than t quantiles are implied."""
     if n < 2:
         raise ValueError("the expanded level needs at least 2 observations")
     alpha = 1.0 - ci_level
@@ -348,17 +321,9 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
                  n_boot: int, seed: int, expand: bool = False,
                  region: Region | None = None, how: str = UNPAIRED_BOOTSTRAP,
                  ) -> tuple[tuple[float, float], dict[str, Any]]:
-    """BCa CI by scipy.stats.bootstrap (samples resampled independently; one sample of per-pair
-    effects for a paired analysis), seeded with ``np.random.default_rng(seed)``; when BCa is
-    undefined (a NaN bound: a degenerate bootstrap distribution, e.g. all values equal, or
-    undefined resampled statistics) the percentile CI of the same resamples (same seed) is used,
-    and the details say why.
-
-    With ``expand`` (for the mean and the IQM, not the median) the bootstrap is run at
-    Hesterberg's expanded level `expanded_level` for n = the smallest sample, so that the
-    interval has its nominal coverage with few seeds; the details give the level used.
-    With `region` the details also get the one-sided p-values against its threshold that invert
-    this very interval (`bca_p_values`). `how` describes the resampling."""
+    """BCa CI by scipy.stats.bootstrap from ``default_rng(seed)``, at `expanded_level` for the
+    smallest sample with ``expand``; where BCa is undefined (a NaN bound) the percentile CI of the
+    same resamples, saying why. With `region`, details get the p's that invert it."""
     n = min(len(d) for d in data)
     level = expanded_level(ci_level, n) if expand else ci_level
 
@@ -398,7 +363,7 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
 
 def _bca_constants(data: tuple[np.ndarray, ...], statistic: Callable[..., Any],
                    dist: np.ndarray) -> tuple[float, float]:
-    """BCa's bias correction z0 and acceleration a, computed as scipy.stats.bootstrap does
+    """BCa's bias correction z0 and acceleration a as scipy.stats.bootstrap computes them
     (Efron and Tibshirani 14.3, 15.36; the jackknife of each sample, summed over samples)."""
     theta = float(statistic(*data, axis=-1))
     z0 = float(ndtri((np.count_nonzero(dist < theta) + np.count_nonzero(dist <= theta))
@@ -455,13 +420,9 @@ def _percentile_position(sorted_dist: np.ndarray, threshold: float, side: str) -
 
 def bca_p_values(dist: np.ndarray, z0: float, a: float, region: Region,
                  to_p: Callable[[float], float] = _normal_p) -> dict[str, Any]:
-    """One-sided bootstrap p-values against the threshold, inverting the BCa interval (a = z0 =
-    0: the percentile interval): ``p_support`` is the smallest alpha/2 at which the interval at
-    level 1 - alpha lies wholly in the claimed region, ``p_refute`` the smallest at which it
-    lies wholly outside, so that SUPPORTED at a level <=> p_support <= alpha/2 (the same
-    quantiles, interpolation and constants as the interval). `to_p` maps the bootstrap-scale z
-    to a one-sided p (normal; t under Hesterberg's expansion). Empty when the bootstrap
-    distribution is not finite."""
+    """The smallest alpha/2 at which the BCa interval (z0 = a = 0: the percentile one) lies
+    wholly inside / outside the claimed region, with its quantiles and constants; `to_p` maps a
+    z to a p (t under Hesterberg's expansion). Empty when the distribution is not finite."""
     if dist.size == 0 or not np.all(np.isfinite(dist)):
         return {}
     direction, threshold = region

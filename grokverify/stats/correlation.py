@@ -1,32 +1,5 @@
-"""``correlation``: Spearman or Pearson correlation between two per-seed metrics of one arm.
-
-x is ``ArmSample.extra[label of x]`` when present, else ``ArmSample.values`` (the claim's own
-metric); y is ``ArmSample.extra[label of y]``. x and y may be metrics of either kind (times or
-signed values). Seeds where either value is NaN (undefined) are dropped pairwise and counted.
-Observed masks come from ``extra["<label>.observed"]`` (for x read from ``values``:
-``ArmSample.observed``); without one every value counts as observed.
-
-CI on Fisher's z scale, ``tanh(atanh(r) -/+ z_crit * se)``:
-
-* Pearson: centre ``atanh(r) - r / (2 (n - 1))`` (atanh(r) less its bias; Fisher 1921), ``se =
-  1 / sqrt(n - 3)``. scipy's ``pearsonr(...).confidence_interval`` is the same interval without
-  the bias correction; the correction moves it by about r / (2 n) on the z scale and brings the
-  false SUPPORTED rate at θ from 0.028 to the nominal 0.025 (``benchmarks/calibration.py``);
-* Spearman: ``se = sqrt((1 + r^2 / 2) / (n - 3))`` (Bonett & Wright 2000, Psychometrika 65:23-28),
-  chosen over Fieller et al.'s constant ``sqrt(1.06 / (n - 3))``, which is too narrow for strong
-  correlations.
-
-Both need n >= 4 complete pairs. p: scipy ``pearsonr`` / ``spearmanr`` (two-sided, H0: no
-correlation; informative). ``p_support``/``p_refute``: one-sided tests of ``atanh(r)`` against
-``atanh(θ)`` with the CI's se, so they give the CI's verdict exactly. With |r| = 1 the interval
-collapses to [r, r] (and the p's against θ are 0 or 1).
-
-Censoring: ``as_budget`` (default) keeps censored values at their censoring value; for Spearman
-with a common budget above every observed value this ranks censored seeds (tied) above every
-observed one, which is their true order; Pearson uses the value itself. The lower-bound rule does
-not apply (a correlation is not monotone in one value); the details count the censored values.
-``refuse``: INCONCLUSIVE when any used value is censored.
-"""
+"""``correlation``: Spearman or Pearson correlation between two per-seed metrics of one arm,
+judged by its Fisher-z CI (docs/verdicts.md, "`correlation`")."""
 
 from __future__ import annotations
 
@@ -64,11 +37,9 @@ def fisher_ci(r: float, n: int, ci_level: float, method: str) -> tuple[float, fl
 
 
 def _fisher_z(r: float, n: int, method: str) -> tuple[float, float]:
-    """The centre on Fisher's z scale and its se, shared by the CI and the p-values against θ
-    so that the two agree. Pearson: atanh(r) - r / (2 (n - 1)), which removes atanh(r)'s bias
-    of about rho / (2 (n - 1)) (Fisher 1921; Hotelling 1953); uncorrected it gave a false
-    SUPPORTED rate of 0.028 at n = 20 and rho = θ = 0.3 against the nominal 0.025. Spearman:
-    atanh(r) (its bias is smaller and the Bonett-Wright se already covers it)."""
+    """The centre on Fisher's z scale and its se, shared by the CI and the p's against θ so that
+    they agree: Pearson's centre less atanh(r)'s bias (Fisher 1921), Spearman's plain, whose
+    smaller bias the Bonett-Wright se covers."""
     se = (math.sqrt((1 + r * r / 2) / (n - 3)) if method == "spearman"
           else 1 / math.sqrt(n - 3))
     with np.errstate(divide="ignore"):

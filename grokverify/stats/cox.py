@@ -1,16 +1,6 @@
-"""``cox_hazard_ratio``: a Cox proportional-hazards comparison of two arms' time-to-threshold.
-
-The hazard ratio is ``HR = exp(beta)`` for an arm indicator (treated = 1, baseline = 0) in
-statsmodels ``PHReg`` with Efron's handling of tied times; its CI is the Wald interval
-``exp(beta -/+ z * se)`` and its p the Wald test of ``beta = 0`` (no effect, informative).
-``p_support``/``p_refute``: the one-sided Wald tests of ``beta`` against ``log θ`` with the same
-se, so they give the CI's verdict exactly. ``HR > 1``: the treated arm reaches the threshold
-sooner (a higher event rate), i.e. its times are *less*.
-
-Censored seeds (never reached the threshold) stay in the risk sets up to their censoring time
-(the budget). With no event in an arm the partial likelihood has no finite maximum (HR 0 or
-inf), so the result is INCONCLUSIVE with that reason rather than an unconverged number.
-"""
+"""``cox_hazard_ratio``: a Cox proportional-hazards comparison of two arms' times to threshold
+(statsmodels ``PHReg``, Efron ties), judged by its Wald CI; HR > 1 means the treated arm reaches
+the threshold sooner (docs/verdicts.md, "`cox_hazard_ratio`")."""
 
 from __future__ import annotations
 
@@ -47,7 +37,7 @@ def _label(p: CoxHazardRatioParams) -> str:
 
 def _region(p: CoxHazardRatioParams) -> str:
     """E.g. "HR >= 1.25 (t at least 20% faster)", or under a non-inferiority margin
-    "HR >= 0.8 (non-inferiority: t at most 25% slower than b)" (in time)."""
+    "HR >= 0.8 (non-inferiority: t at most 25% slower than b)" (the words are in time)."""
     thr = verdict_rules.format_number(p.threshold)
     op = ">=" if p.direction == "less" else "<="
     better, worse = ("faster", "slower") if p.direction == "less" else ("slower", "faster")

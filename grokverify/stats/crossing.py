@@ -1,40 +1,7 @@
-"""``crossing``: where the arms' mean value crosses a level, against a claimed range of x.
-
-Paper 2's critical fraction is "where P(n0 = 2) crosses 1/2" over the training fraction: each
-arm is one x (declared in ``points``), each seed gives a value in [0, 1] (there, 1 when its
-split's nullity is 2), and the arm's mean estimates the probability at that x.
-
-Estimate. Assuming the curve of means is monotone in x (rising by default, falling with
-``direction: falling``), the crossing is read by linear interpolation between the first
-adjacent pair of points whose means bracket the level (rising: m_i < level <= m_(i+1)), as
-`grokverify.analysis.parallelogram.critical_fraction` does over training-set sizes. Without a
-bracket the crossing lies outside the points (at or below the first x, or beyond the last):
-censored, so no estimate and INCONCLUSIVE, saying which side.
-
-CI. Percentile bootstrap over seeds: each resample redraws every arm's seeds with replacement
-within the arm (arms independently: the arms of a train_frac grid share no randomness, since
-the split stream is keyed by the whole task; arms that did share seeds' randomness would
-need a joint resampling, which this criterion does not do) and recomputes the crossing; a
-resample without a bracket counts as -inf (crossed before the first x) or +inf (not by the
-last x), so such resamples widen the CI to an unbounded side instead of being clamped to the
-grid. The CI's ends are order statistics in Davison & Hinkley's convention: with B resamples
-and alpha/2 = a, k = floor(a (B + 1)), the CI is [x*_(k), x*_(B+1-k)]; k = 0 (too few
-resamples for the level) gives (-inf, inf).
-
-x from a metric (``x``): each arm's x is the mean over its seeds of that metric (paper 2's
-realised training fraction), fixed at the full sample's value in every resample (it is the
-same for every seed of a train_frac arm); the arms must keep the declared order, and arms
-whose x coincide (two nominal fractions that round to one training-set size) are pooled into
-one point, their seeds resampled together.
-
-Verdict: `grokverify.stats.verdict.decide_interval` against ``region`` (both ends included); with no
-region (an open question) the crossing and its CI are a FINDING and nothing is judged. The
-one-sided p's against the region invert the same order statistics: p = (c + 1) / (B + 1), c the
-resamples on the wrong side of an end (p_support: the larger of those below low and those
-above high; p_refute: the smaller of those at or above low and those at or below high), so
-SUPPORTED <=> p_support <= a and REFUTED <=> p_refute < a whenever a (B + 1) is not an integer
-(the default 2000 resamples at 95%: 50.025).
-"""
+"""``crossing``: where the arms' mean value crosses a level along a declared x (paper 2's
+critical fraction: where P(n0 = 2) crosses ½ over the training fraction), with a percentile
+bootstrap CI over seeds, against a claimed range of x or, without one, as an open question's
+FINDING (docs/verdicts.md, "`crossing`")."""
 
 from __future__ import annotations
 
@@ -57,10 +24,9 @@ CENSORING = ("a value metric is never censored (seeds without a value are left o
 
 
 def crossings(xs: np.ndarray, means: np.ndarray, level: float, rising: bool) -> np.ndarray:
-    """(B,) crossing x of each row of means (B, K) over increasing xs (K,): linear
-    interpolation inside the first adjacent pair that brackets `level` (rising: m_i < level
-    <= m_(i+1); falling: m_i > level >= m_(i+1)); -inf where there is none and the first mean
-    is already at or past the level, +inf where there is none otherwise."""
+    """(B,) crossing x of each row of means (B, K) over increasing xs (K,), interpolated inside
+    the first adjacent pair that brackets `level` (rising: m_i < level <= m_(i+1)); without one
+    -inf where the first mean is already at or past the level, else +inf."""
     s = (means - level) if rising else (level - means)  # the crossing: s from < 0 to >= 0
     found, i = _first_bracket(s)
     rows = np.arange(len(s))
@@ -174,6 +140,8 @@ def run_crossing(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResu
                                   {**mean_details, "censored_estimate": "below the first x"
                                    if estimate < 0 else "beyond the last x"})
     rng = np.random.default_rng(p.bootstrap_seed)
+    # arms resampled independently: a train_frac grid's arms share no randomness (arms that did
+    # would need a joint resampling)
     boot_means = np.stack([a.values[rng.integers(0, a.n, size=(p.n_boot, a.n))].mean(axis=1)
                            for a in data], axis=1)  # (B, K), arms drawn in points order
     boot = np.sort(crossings(xs, boot_means, p.level, rising))

@@ -1,28 +1,6 @@
-"""``equivalence``: TOST (two one-sided t tests) for "do not differ beyond a margin".
-
-Two-arm form (``baseline``, ``treated``): the mean difference ``treated - baseline`` within
-``[-margin, +margin]`` (``margin_kind: absolute``, metric units), or the ratio of geometric means
-``treated / baseline`` within ``[1 - margin, 1 / (1 - margin)]`` (``relative``: the log scale,
-symmetric, as the 80-125% bioequivalence rule for margin 0.2); p from statsmodels ``ttost_ind``
-(``transform=np.log`` for relative).
-
-One-arm form (``arm``, ``reference``, default 0): the arm's mean within
-``[reference - margin, reference + margin]`` (absolute), or its geometric mean within
-``[reference (1 - margin), reference / (1 - margin)]`` (relative; reference > 0); p from
-statsmodels ``DescrStatsW.ttost_mean`` (on the logs for relative).
-
-Paired two-arm form (the default where the arms share seed numbers): the one-sample TOST on the
-per-seed differences ``treated_i - baseline_i`` (logs for relative) of the seeds both arms have
-(a paired t), the same calls as the one-arm form with reference 0.
-
-``p_support`` is the TOST p (the larger one-sided p against the two margins) and ``p_refute`` the
-smaller of the one-sided t p-values for "beyond the lower margin" and "beyond the upper", so that
-at the CI's level SUPPORTED <=> p_support <= alpha and REFUTED <=> p_refute < alpha.
-
-The CI is at level ``1 - 2 alpha`` (the TOST convention: the TOST rejects at alpha exactly when
-this CI lies inside the margins); the verdict comes from that CI by
-`grokverify.stats.verdict.decide_interval`.
-"""
+"""``equivalence``: TOST (two one-sided t tests) for "do not differ beyond a margin", in a
+two-arm (paired by seed by default) or a one-arm form, judged by its CI at level 1 - 2 alpha
+(docs/verdicts.md, "`equivalence`")."""
 
 from __future__ import annotations
 

@@ -1,32 +1,7 @@
 """Family claims ("c = 10 accelerates all four tasks"): one criterion result per member and one
-verdict for the family, by what the family claims.
-
-Each member's criterion reports two one-sided p-values against the boundary θ of its claimed
-region, coherent with its CI: `p_support` (small when the effect lies inside the region) and
-`p_refute` (small when it lies outside). At CI level 1 - α a single claim is SUPPORTED exactly when
-`p_support <= α/2` and REFUTED when `p_refute < α/2` (`stats.base.verdict_from_p`); a family
-applies that rule per member, to p-values adjusted across members by the declared correction
-(statsmodels `multipletests`, Holm by default) where the claim needs it:
-
-* ``claims: all`` ("the effect holds on every member"), an intersection-union test: SUPPORTED
-  when every member is supported at the nominal level, *unadjusted* (to show "all", each member
-  must be shown, and no correction is needed: the family's false-SUPPORTED rate is at most any
-  one member's); REFUTED when any member is refuted after the correction (one member outside
-  its region already refutes "all", and the correction keeps that false-REFUTED rate at the
-  nominal level across members); else INCONCLUSIVE.
-* ``claims: any`` ("on some members: which?"): every member is judged after the correction;
-  SUPPORTED when every member is supported, PARTIAL (naming them) when some are, REFUTED when
-  every member is refuted, else INCONCLUSIVE.
-
-A member without p-values (its criterion found no estimate) counts as p = 1 in the correction,
-so it still counts towards the number of members, and is INCONCLUSIVE. A family never makes a
-member's verdict stronger than its own result's: a verdict its criterion withheld (the
-lower-bound rule under censoring, which the p-values do not model) stays withheld.
-
-An open question's family (its criterion claims no region, so its members' results are
-FINDINGs) is not combined: its verdict is FINDING, each member keeps its own result, and a
-declared trend (`grokverify.stats.trend`) is fitted through the members' estimates.
-"""
+verdict for the family, from the members' p-values against θ by what the family claims
+(docs/verdicts.md, "Families"). A family never makes a member's verdict stronger than its own
+result's, and an open question's family is not combined (its verdict is FINDING)."""
 
 from __future__ import annotations
 
@@ -176,7 +151,7 @@ def _findings(results: dict[str, CriterionResult], claims: str, correction: str,
 
 def combine(results: dict[str, CriterionResult], correction: str,
             claims: str = "all") -> FamilyResult:
-    """The family's verdict from its members' results (see the module docstring)."""
+    """The family's verdict from its members' results, by what it claims (all | any)."""
     if claims not in _RULES:
         raise ValueError(f"a family claims 'all' or 'any', not {claims!r}")
     correct_support, rule = _RULES[claims]

@@ -1,17 +1,12 @@
-"""Per-seed metrics: a registered function turns one seed's result (the record's ``result``:
-its named curves and summary) and the metric's spec into an observation (value, observed), or
-None when the seed has no defined value.
-
-Time metrics read the summary; a seed that never reaches the event within the budget is
-censored at the budget (observed False), never dropped. Value metrics read curves and are always
-observed. A curve value that is null (or not finite) counts as missing.
-The spec classes, their kinds and parameters are `grokverify.claim.metrics`.
+"""Per-seed metrics: a registered function turns one seed's result (its named curves and
+summary) and the metric's spec into an observation (value, observed), or None when the seed has
+no defined value. The kinds and their rules are docs/verdicts.md's "Metrics and their kinds";
+the spec classes are `grokverify.claim.metrics`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from grokverify.claim.metrics import (
@@ -34,7 +29,6 @@ from grokverify.claim.metrics import (
 from grokverify.kinds import METRICS
 
 Observation = tuple[float, bool]
-MetricFn = Callable[[dict[str, Any], Any], Observation | None]
 
 
 # ---------------------------------------------------------------- time metrics
@@ -116,10 +110,9 @@ def running_median(values: list[float], k: int) -> list[float]:
 
 
 def fall_step(points: list[tuple[int, float | None]], k: int) -> Observation | None:
-    """(step, observed) where a trace starts to fall: the last point at which its running
-    median of k points (over its non-null values) equals its maximum; censored at the trace's
-    last step when that is the last point (it never falls); None for a trace without values.
-    The last, not the first, maximum: a trace flat at its maximum has not started to fall."""
+    """(step, observed) where a trace starts to fall: the *last* point at which its running
+    median of k points (over its non-null values) equals its maximum, since a plateau at the top
+    is not yet a fall; censored when that is the last point; None for a trace without values."""
     kept = [(step, v) for step, v in points if v is not None]
     if not kept:
         return None

@@ -1,13 +1,6 @@
 """``phase_order``: whether a phase diagram's phases are ordered comprehension < grokking <
-memorization along one setting (paper 2's Fig. 6: "grokking lies between comprehension and
-memorization"), with the map itself kept as data. The rules are `PhaseOrderParams`'.
-
-γ is counted with weights so that a bootstrap resample of seed ids is a weight vector: a seed
-drawn w times contributes w copies of its phase to every cell, and a pair of copies counts
-w_i · w_j. Within each y, with the cells sorted by x and N[c, k] the weighted count of phase
-rank k in cell c, the concordant pairs are Σ_b Σ_l N[b, l] · Σ_{a before b} Σ_{k < l} N[a, k]
-and the discordant ones the same with k > l.
-"""
+memorization along one setting (paper 2's Fig. 6), with the map itself kept as data; the rules
+are docs/verdicts.md's "`phase_order`"."""
 
 from __future__ import annotations
 
@@ -44,14 +37,15 @@ def _codes(data: list[ArmSample]) -> tuple[np.ndarray, list[int]]:
 
 def gammas(codes: np.ndarray, xs: np.ndarray, ys: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """(B,) pooled γ of each weight row (B, seeds) over the cells (codes (cells, seeds)); NaN
-    where no pair is ordered either way."""
+    where no pair is ordered. A resample of seed ids is a weight row: a seed drawn w times adds
+    w copies of its phase to every cell, and a pair of copies counts w_i · w_j."""
     onehot = np.stack([codes == k for k in range(len(ORDERED))], axis=-1).astype(float)
     counts = np.einsum("bs,csk->bck", weights, onehot)  # (B, cells, 3)
     concordant = np.zeros(len(weights))
     discordant = np.zeros(len(weights))
     for y in np.unique(ys):
         cells = np.flatnonzero(ys == y)
-        n = counts[:, cells[np.argsort(xs[cells])], :]
+        n = counts[:, cells[np.argsort(xs[cells])], :]  # N[cell, phase rank], sorted by x
         before = np.cumsum(n, axis=1) - n  # weighted counts in the cells of smaller x
         lower = np.cumsum(before, axis=2) - before  # of ranks k < l
         higher = before.sum(axis=2, keepdims=True) - np.cumsum(before, axis=2)  # k > l
@@ -65,10 +59,8 @@ def gammas(codes: np.ndarray, xs: np.ndarray, ys: np.ndarray, weights: np.ndarra
 def _bca(boot: np.ndarray, estimate: float, jack: np.ndarray,
          ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
     """Efron's BCa interval from the sorted bootstrap γ's (-inf for undefined ones), the
-    estimate and the leave-one-seed-id-out γ's: the percentile interval's levels moved by the
-    bias correction z0 (the share of resamples below the estimate, ties halved) and the
-    acceleration a (the jackknife's skewness); read as order statistics like `crossing`'s.
-    The plain percentile interval under-covers here (benchmarks/calibration.py)."""
+    estimate and the leave-one-seed-id-out γ's (z0: the share below the estimate, ties halved;
+    a: the jackknife's skewness), read as order statistics like `crossing`'s."""
     n_boot = len(boot)
     below = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / n_boot
     z0 = float(ndtri(min(max(below, 0.5 / n_boot), 1 - 0.5 / n_boot)))

@@ -1,38 +1,12 @@
-"""Seed planning: how many seeds does a claim need for a SUPPORTED verdict to be likely?
-
-`plan_seeds` estimates, for each candidate seed count n (seeds per arm), the probability that
-the claim's own criterion returns SUPPORTED, by simulating ``n_sim`` experiments of n seeds and
-running the criterion on each -- the same code, the same CI, the same verdict rule as the real
-run. Two ways to simulate:
-
-(a) **pilot resampling** (``pilot`` given, no ``effect``): each arm's pilot seeds are resampled
-    with replacement to size n (each seed's time, censoring flag and extra metrics together), so
-    the pilot's own effect, spread, censoring and ties are taken as the truth. This is the
-    bootstrap power; it is optimistic when the pilot's effect is a lucky draw (a small pilot's
-    estimate is noisy), so treat it as a guide, not a promise.
-(b) **declared effect** (``effect`` given; two-arm time-to-threshold criteria only:
-    ``survival_compare``, ``cox_hazard_ratio``, ``scalar_compare``, two-arm ``equivalence``):
-    times are log-normal with a common log-scale spread sigma, the baseline median taken from
-    the pilot (else ``baseline_median``, default 1000 steps) and the treated median = baseline
-    median x ``effect``; censored at the budget (the pilot's: its largest censored time; else
-    ``budget``, default none) and optionally rounded up to an evaluation interval. sigma and the
-    baseline median are fitted to the pilot by censored log-normal maximum likelihood (arm
-    means, common sigma); without a pilot sigma defaults to 0.5 (a convention, stated in the
-    plan). For ratio criteria without censoring the scale does not matter, only sigma and
-    ``effect``.
-
-Paired criteria (``paired: true``, the default of ``survival_compare``, ``scalar_compare`` and
-two-arm ``equivalence``) are planned with paired arms, since the correlation between seed i's
-results in two arms is what makes the paired analysis need fewer seeds: (a) resamples whole
-seeds, each drawn seed keeping its values in both arms (the pilot's pairs, `pair_arms`); (b)
-draws seed i's log times in the two arms from a Gaussian copula with correlation ``correlation``
-(default: the pilot's within-pair Spearman correlation turned into a Pearson one,
-``2 sin(pi r / 6)``; 0 without a pilot). Unpaired criteria simulate independent arms as before.
-
-The recommended seed count is the smallest candidate whose estimated power reaches
-``target_power`` (None if none does). Estimates carry Monte Carlo error
-``sqrt(p (1 - p) / n_sim)`` (about 0.03 at p = 0.8, n_sim = 200). Everything derives from
-``seed``: the same call gives the same plan.
+"""Seed planning: P(SUPPORTED) at each candidate seed count, estimated by running the claim's own
+criterion on ``n_sim`` simulated experiments (the same CI and verdict rule as the real run).
+Pilot resampling (no ``effect``) draws each arm's pilot seeds with replacement, taking the
+pilot's effect, spread, censoring and ties as the truth (optimistic when its effect is a lucky
+draw). A declared ``effect`` (a ratio of medians; two-arm time criteria, `TIME_CRITERIA`) draws
+log-normal times with a common sigma, fitted to the pilot by censored maximum likelihood (else
+`DEFAULT_SIGMA`, `DEFAULT_BASELINE_MEDIAN`). A paired criterion is planned paired: whole seeds
+resampled, or seed i's log times drawn from a Gaussian copula with the pilot's within-pair
+correlation (Spearman r turned Pearson, 2 sin(pi r / 6)). Everything derives from ``seed``.
 """
 
 from __future__ import annotations
@@ -49,14 +23,13 @@ from scipy import stats as sps
 
 from grokverify.claim.criteria import CriterionSpec
 from grokverify.stats.base import ArmSample, Verdict, judge
-from grokverify.stats.common import Pairing, pair_arms
+from grokverify.stats.common import Pairing, pair_arms, take_seeds
 from grokverify.stats.simulate import (
     censored_lognormal,
     correlated_pair,
     lognormal_times,
     make_arm,
     pearson_for_spearman,
-    take_seeds,
 )
 
 TIME_CRITERIA = ("survival_compare", "cox_hazard_ratio", "scalar_compare", "equivalence")
@@ -149,14 +122,9 @@ def plan_seeds(params: CriterionSpec,
                baseline_median: float | None = None, budget: float | None = None,
                eval_interval: float | None = None, correlation: float | None = None,
                ) -> PowerPlan:
-    """Estimate P(SUPPORTED) at each candidate seed count (per arm) and pick the smallest that
-    reaches `target_power`.
-
-    With ``effect`` (a ratio of medians, treated / baseline): simulate log-normal times (method
-    (b) of the module docstring); `sigma`, `baseline_median`, `budget` and `eval_interval`
-    override what is taken from the pilot or the defaults; `correlation` is the within-seed
-    correlation of log times for a paired criterion. Without ``effect``: resample the pilot's
-    seeds per arm, or whole seed pairs for a paired criterion (method (a))."""
+    """P(SUPPORTED) at each candidate seed count (per arm) and the smallest that reaches
+    `target_power`: from a declared ``effect`` (`sigma`, ..., `correlation` override what the
+    pilot or the defaults give), else by resampling the pilot (whole seed pairs when paired)."""
     sizes = [int(n) for n in candidates]
     if not sizes or min(sizes) < 1:
         raise ValueError("candidates must be positive seed counts")

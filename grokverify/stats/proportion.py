@@ -1,22 +1,6 @@
-"""``proportion``: the share of an arm's seeds with an outcome, against a claimed share.
-
-Outcomes: ``observed`` (the seed reached the threshold within its budget; a censored seed did
-not), ``value_below`` (value <= cut) or ``value_above`` (value >= cut). A censored seed's true
-value is *above* its censoring value c, so it counts as a failure of ``value_below`` when
-c >= cut and as a success of ``value_above`` when c >= cut; when c < cut its outcome is unknown
-and the seed is left out of the count (reported as ``undetermined``). A value metric (never
-censored) takes the cuts only: ``observed`` needs a time metric (`ProportionParams.kinds`).
-
-CI: Clopper-Pearson (``method: beta``, the default) or Wilson score (``method: wilson``) from
-statsmodels ``proportion_confint``;
-p: exact binomial test (scipy ``binomtest``) of the share against ``threshold`` in the claimed
-direction (informative; it is against θ, not a test of no effect). The verdict comes from the CI
-by `grokverify.stats.verdict.decide`. ``p_support``/``p_refute`` invert the same interval, so they
-give
-its verdict exactly: for Clopper-Pearson the exact binomial tails ``P(X >= k | θ)`` and
-``P(X <= k | θ)``, for Wilson the score test ``z = (k/n - θ) / sqrt(θ (1 - θ) / n)``. A claimed
-region that is all of [0, 1] (``greater`` with θ 0, ``less`` with θ 1) is always supported.
-"""
+"""``proportion``: the share of an arm's seeds with an outcome (``observed``, ``value_below`` or
+``value_above`` a cut) against a claimed share, judged by its Clopper-Pearson or Wilson CI
+(docs/verdicts.md, "`proportion`"; censored seeds: "Censoring and divergence")."""
 
 from __future__ import annotations
 
@@ -40,7 +24,8 @@ NAME = "proportion"
 
 
 def outcomes(arm: ArmSample, p: ProportionParams) -> tuple[np.ndarray, np.ndarray]:
-    """(success, determined) per seed; see the module docstring for censored seeds."""
+    """(success, determined) per seed: a censored seed is decided by a cut only when its
+    censoring value is at or past it (its true value lies above)."""
     x, obs = arm.values, arm.observed
     if p.outcome == "observed":
         return obs.copy(), np.ones(arm.n, dtype=bool)

@@ -1,22 +1,7 @@
 """Criteria on a per-seed scalar: ``scalar_compare`` (two arms, ratio or difference of a
-statistic, BCa bootstrap CI) and ``value`` (one arm's statistic within a tolerance of a number).
-
-Per-seed values are ``ArmSample.values``: for a time metric the step, or the budget when the
-seed is censored; for a value metric a signed number. Censoring (time metrics) follows
-``censored: as_budget | refuse`` and the lower-bound rule of `grokverify.stats.common`. A ratio
-of statistics of a value metric is judged only when every value is > 0: with a value <= 0 a
-statistic can be 0 or change sign and the ratio means nothing (INCONCLUSIVE, use a difference).
-
-``value``'s median of a time metric with a censored seed is the Kaplan-Meier median instead,
-with the Brookmeyer-Crowley CI of the arm's table (`grokverify.stats.survival.km_median`) and
-p's against the region's ends that invert that CI (`_run_km_value`); no lower-bound rule there.
-
-Paired (``scalar_compare``'s default where the arms share seed numbers): the effect is the
-statistic of the per-pair differences, or exp of the statistic of the per-pair log ratios, and
-the CI the one-sample BCa bootstrap of those per-pair effects. Under the lower-bound rule a pair
-with a censored treated value has a per-pair effect that can only be larger than entered, one
-with a censored baseline value one that can only be smaller; a verdict stands only when the
-statistic of the per-pair effects is determined against the pull that favours it.
+statistic, paired by seed by default) and ``value`` (one arm's statistic within a tolerance of a
+number), under the censoring policies and lower-bound rule of `grokverify.stats.common`
+(docs/verdicts.md, "`scalar_compare`", "`value`" and "Paired analysis").
 """
 
 from __future__ import annotations
@@ -182,11 +167,9 @@ def _unpaired_effect(p: ScalarCompareParams, base: ArmSample, treat: ArmSample,
 
 def _paired_effect(p: ScalarCompareParams, pairing: Pairing,
                    region: tuple[str, float]) -> Estimate:
-    """The statistic of the per-pair effects (log ratios for a ratio, back-transformed): a
-    one-sample problem, so the median gets the exact order-statistic CI and the mean the
-    bootstrap-t (as `value`; a one-sample BCa of a median or mean of 8-12 pairs under-covers:
-    benchmarks/calibration.py measured false SUPPORTED 0.043 at θ for the median), the IQM the
-    one-sample BCa at the expanded level."""
+    """The statistic of the per-pair effects (log ratios for a ratio, back-transformed): one
+    sample, so the median's exact order-statistic CI and the mean's bootstrap-t (as `value`:
+    a one-sample BCa of few pairs under-covers), the IQM's BCa at the expanded level."""
     d = paired_effects(pairing, p.effect)
     log = p.effect == "ratio"
     back = np.exp if log else (lambda x: x)
@@ -329,16 +312,8 @@ KM_P_METHOD = ("the smallest alpha/2 at which that CI's end passes b: max over t
 def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_level: float,
                   rows: list[Any]) -> CriterionResult:
     """The KM median of a time metric with censored seeds against [lower, upper]: the estimate
-    and CI of the arm's table (`km_median`), the verdict from that CI, p's that invert it.
-
-    When no event time passes the test at this level (statsmodels' CI is undefined) the table
-    shows (inf, inf) for a median beyond the budget (S(t) significantly above 1/2 at every event
-    time, so the median lies beyond the largest time B) and (0, inf) otherwise: the first
-    refutes a region below B and leaves one reaching B or beyond INCONCLUSIVE, the second is
-    INCONCLUSIVE; p_support is then 1 and p_refute 1, or the largest norm.sf(|r_i|) where
-    refuted (the smallest alpha/2 at which the CI stays undefined). With no event at all the KM
-    variance is 0 and proves nothing: p_refute of a region below the budget is then the exact
-    2^-n (every seed outlasting it), which refutes only when it is <= alpha/2."""
+    and CI of the arm's table (`km_median`), the verdict from that CI and p's that invert it
+    (docs/verdicts.md, "The median of a time metric with a censored seed")."""
     alpha = 1.0 - ci_level
     estimate, low, high = km_median(arm.values, arm.observed, alpha=alpha)
     ci = (low, high)
@@ -420,10 +395,8 @@ def _bc_tail_p(times: np.ndarray, observed: np.ndarray,
 
 def _bc_sides(event_times: np.ndarray, q: np.ndarray, b: float) -> Sides:
     """`Sides` of the Brookmeyer-Crowley CI against `b` (event times sorted, `q` their
-    norm.sf(|r|)): each is the largest q over the event times the CI's end needs rejected --
-    low end >= b: those below b; > b: those at or below b; high end (the event time after the
-    last accepted one) <= b: the last event time at or below b and all later ones (all of them
-    when none is); < b: the last one below b and all later."""
+    norm.sf(|r|)): each the largest q over the event times that the CI's end needs rejected
+    (docs/verdicts.md lists them per side)."""
     def worst(mask_or_start: Any) -> float:
         part = q[mask_or_start]
         return float(part.max()) if part.size else 0.0
@@ -449,11 +422,9 @@ class Sides:
 
 def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
                         seed: int) -> tuple[tuple[float, float], dict[str, Any]]:
-    """Bootstrap-t (studentized) CI of the mean: ``(m - q_hi s, m - q_lo s)`` with m the mean,
-    s = sd / sqrt(n) (ddof 1), and q_lo, q_hi the alpha/2 and 1 - alpha/2 quantiles (inverted
-    CDF) of ``t* = (m* - m) / s*`` over `n_boot` resamples drawn with
-    ``np.random.default_rng(seed).integers(0, n, (n_boot, n))``. A resample with s* = 0 gives
-    t* = +/-inf (or is dropped when m* = m too). Unlike the t interval it follows skewness."""
+    """Bootstrap-t (studentized) CI of the mean, ``(m - q_hi s, m - q_lo s)`` from the inverted-
+    CDF quantiles of ``t* = (m* - m) / s*`` (docs/verdicts.md, "`value`"); unlike the t interval
+    it follows skewness."""
     x = np.asarray(x, dtype=float)
     n = x.size
     m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
@@ -489,11 +460,9 @@ def _bootstrap_t_sides(t: np.ndarray, m: float, se: float, b: float) -> Sides:
 
 
 def median_order_ci(x: np.ndarray, ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
-    """Distribution-free CI of the median from order statistics: ``[x_(k), x_(n+1-k)]`` (1-based,
-    sorted) with the largest k such that ``P(Bin(n, 1/2) <= k - 1) <= alpha/2``; its coverage
-    ``1 - 2 P(Bin(n, 1/2) <= k - 1)`` is at least the stated level for any continuous
-    distribution. When even k = 1 is too narrow (few seeds for the level) the CI is unbounded,
-    ``(-inf, inf)``."""
+    """Distribution-free CI of the median, ``[x_(k), x_(n+1-k)]`` with the largest k such that
+    ``P(Bin(n, 1/2) <= k - 1) <= alpha/2``, covering at least the stated level; ``(-inf, inf)``
+    when even k = 1 cannot (few seeds for the level)."""
     xs = np.sort(np.asarray(x, dtype=float))
     n = xs.size
     alpha = 1.0 - ci_level

@@ -1,52 +1,12 @@
-"""Group-sequential seeding: run seeds in rounds and stop as soon as the verdict is decided.
-
-A claim's ``seeds: {min, max, step}`` runs the arms at ``n = min, min + step, ..., max`` seeds
-(`looks`; the last look is always ``max``). After each round the criterion is re-run on all
-seeds so far; the verdict is **final at the first look where it is SUPPORTED or REFUTED**, and
-when no look decides, the **last look's verdict (INCONCLUSIVE) stands**. `Rounds` holds a
-claim's looks and applies this rule; `grokverify run` and `run_sequential` (the calibration
-benchmark) both step through it.
-
-Looking repeatedly at accumulating data would inflate the error rates if every look used the
-declared CI level, so each look uses a wider CI, from an **alpha-spending function** (Lan &
-DeMets 1983). With information fraction ``t_k = I(n_k) / I(n_max)`` (``I`` the criterion's
-information in n seeds per arm, `Criterion.information`: n for most criteria, so ``t_k = n_k /
-n_max``; n - 3 for a Fisher-z correlation, whose se is 1 / sqrt(n - 3)), the spending
-function ``alpha(t)`` says how much of the two-sided error ``alpha`` may have been spent by
-look k:
-
-* ``obrien_fleming`` (O'Brien-Fleming type): ``alpha(t) = 2 - 2 Phi(z_{alpha/2} / sqrt(t))`` --
-  very strict early looks, the last look close to the fixed-n level;
-* ``pocock`` (Pocock type): ``alpha(t) = alpha ln(1 + (e - 1) t)`` -- nearly equal levels.
-
-`nominal_levels` turns the spent amounts into per-look *nominal* two-sided levels ``alpha_k``:
-the boundaries ``|Z_k| >= c_k`` (``alpha_k = 2 - 2 Phi(c_k)``) are chosen so that, for a
-statistic with Brownian-motion correlation ``corr(Z_i, Z_j) = sqrt(t_i / t_j)`` (i <= j) between
-looks, the probability under the null of crossing at any look up to k equals ``alpha(t_k)``
-exactly. It is computed by recursive numerical integration (Armitage, McPherson & Rowe 1969;
-Jennison & Turnbull 2000, ch. 19) with Gauss-Legendre quadrature, and cached. The CI at look k
-is the criterion's own CI at ``ci_level = 1 - alpha_k``.
-
-Both sides. The verdict is read off a two-sided CI, so one boundary pair serves both decisions:
-the same spending applies to the refute side (a CI wholly outside the claimed region at level
-``1 - alpha_k``) as to the support side, and each side's error is at most ``alpha / 2`` at the
-least favourable null (a true effect on the boundary of the claimed region).
-
-Mapping to the criteria. Criteria with a ``ci_level`` parameter get
-``params.model_copy(update={"ci_level": 1 - alpha_k})``. ``equivalence`` has no ``ci_level``
-field -- its CI level is ``1 - 2 alpha`` (the TOST convention) -- so it gets
-``update={"alpha": alpha_k / 2}``, which gives the same CI level ``1 - alpha_k``. By default the
-overall two-sided ``alpha`` is the criterion's own: ``1 - ci_level`` of the params (0.05 for the
-default 95% CI; for equivalence ``2 alpha``, 0.10 by default).
-
-Caveats. The integration assumes an (approximately) normal statistic with independent
-increments -- exact for means, asymptotic for the Cox Wald statistic, approximate for bootstrap
-CIs of medians and for the exact (Clopper–Pearson) interval of a share.
-`grokverify.stats.simulate` and ``benchmarks/calibration.py`` check the error rates that
-result, criterion by criterion. A
-percentile bootstrap CI at a small alpha_k needs enough resamples (``n_boot``) to place its
-extreme quantiles; with ``alpha_k = 0.0056`` (O'Brien-Fleming, first of two looks) 2000
-resamples leave about 5-6 beyond each end.
+"""Group-sequential seeding (``seeds: {min, max, step}``): judge the arms at n = min, min +
+step, ..., max seeds; the first SUPPORTED or REFUTED verdict is final, else the last look's
+stands. Look k judges at CI level 1 - alpha_k, from a Lan-DeMets alpha-spending function of the
+information fraction t_k = I(n_k) / I(n_max) (`Criterion.information`: n, or n - 3 for a
+Fisher-z correlation); `nominal_levels` solves for alpha_k by recursive numerical integration
+(Armitage, McPherson & Rowe 1969; Jennison & Turnbull 2000, ch. 19) for a statistic with
+Brownian-motion correlation between looks: exact for means, approximate for bootstrap and
+exact-binomial CIs, whose error rates benchmarks/calibration.py measures. One boundary pair
+serves both verdicts, each side's error at most alpha / 2.
 """
 
 from __future__ import annotations
@@ -98,10 +58,8 @@ def information_fractions(look_sizes: Sequence[int],
 
 
 def spending(t: float | np.ndarray, alpha: float, kind: SpendingKind) -> Any:
-    """Two-sided alpha spent by information fraction t in [0, 1] (Lan-DeMets).
-
-    ``obrien_fleming``: ``2 - 2 Phi(z_{alpha/2} / sqrt(t))``; ``pocock``:
-    ``alpha ln(1 + (e - 1) t)``. Both are 0 at t = 0 and alpha at t = 1."""
+    """Two-sided alpha spent by information fraction t in [0, 1] (Lan-DeMets): O'Brien-Fleming
+    type (strict early looks) or Pocock type (nearly equal levels); 0 at t = 0, alpha at 1."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     tt = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
@@ -205,12 +163,9 @@ def _nominal_levels_cached(fractions: tuple[float, ...], alpha: float,
 
 def nominal_levels(information_fractions: Sequence[float], alpha: float = 0.05,
                    kind: SpendingKind = "obrien_fleming") -> list[float]:
-    """Per-look nominal two-sided levels alpha_k for the spending function `kind`.
-
-    Under the null, with correlation ``sqrt(t_i / t_j)`` between looks, the probability of
-    ``|Z_j| >= z_{alpha_j / 2}`` at some look j <= k equals ``spending(t_k, alpha, kind)``
-    for every k. The CI at look k is then the criterion's CI at level ``1 - alpha_k``. Results
-    are cached per (fractions, alpha, kind)."""
+    """Per-look nominal two-sided levels alpha_k (cached): under the null, with correlation
+    ``sqrt(t_i / t_j)`` between looks, P(``|Z_j| >= z_{alpha_j / 2}`` at some look j <= k) is
+    ``spending(t_k, alpha, kind)`` for every k."""
     t = _check_fractions(information_fractions)
     return list(_nominal_levels_cached(t, float(alpha), str(kind)))
 
@@ -249,11 +204,9 @@ class Look:
 
 
 class Rounds:
-    """The looks of a seeding design and how far a claim has got through them: judge the arms
-    at `next_look()`, `record()` the verdict, and the rounds are `done` at the first SUPPORTED or
-    REFUTED verdict or after the last look. `grokverify run` (per claim) and `run_sequential`
-    (the calibration benchmark) both step through this one object, so the benchmark checks the
-    stopping rule users run."""
+    """The looks of a seeding design and how far a claim has got: judge at `next_look()`,
+    `record()` the verdict, `done` at the first SUPPORTED or REFUTED or after the last look; one
+    object for `grokverify run` and `run_sequential`, so the benchmark checks the users' rule."""
 
     def __init__(self, looks: Sequence[Look], kind: SpendingKind | None = None,
                  alpha: float | None = None):
@@ -333,10 +286,8 @@ class Round:
 
 @dataclass
 class SequentialOutcome:
-    """The rounds actually run (up to the deciding look) and the final result.
-
-    ``result`` is the criterion's result at the last round run, with
-    ``details["sequential"]`` describing the design and the rounds."""
+    """The rounds run (up to the deciding look) and ``result``, the criterion's result at the
+    last of them, whose ``details["sequential"]`` describes the design and the rounds."""
 
     criterion: str
     kind: str
@@ -389,13 +340,9 @@ def run_sequential(params: CriterionSpec,
                    draw_arms: Callable[[int], dict[str, ArmSample]],
                    looks: Sequence[int], alpha: float | None = None,
                    kind: SpendingKind = "obrien_fleming") -> SequentialOutcome:
-    """Run a claim group-sequentially through `Rounds`: at each look n_k, judge
-    ``draw_arms(n_k)`` (the arms with their first n_k seeds) at CI level ``1 - alpha_k`` and
-    stop at the first SUPPORTED or REFUTED verdict; otherwise the last look's verdict stands.
-
-    ``alpha`` is the overall two-sided level (default: the criterion's own, ``1 - ci_level``);
-    ``kind`` the spending function. Information fractions from the criterion's
-    `Criterion.information` (n_k / n_max for most)."""
+    """Run a claim group-sequentially through `Rounds`, judging ``draw_arms(n_k)`` (the arms
+    with their first n_k seeds) at each look's level; ``alpha``: the overall two-sided level
+    (default the criterion's own, `own_alpha`)."""
     total = own_alpha(params) if alpha is None else float(alpha)
     design = Rounds.with_spending([int(n) for n in looks], total, kind, params.information)
     rounds: list[Round] = []

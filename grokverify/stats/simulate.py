@@ -1,26 +1,9 @@
-"""Simulators with known true parameters, shared by the calibration benchmark, the seed planner
-(`grokverify.stats.power`) and the tests.
-
-Times to threshold. ``censored_lognormal`` draws log-normal steps with a given true median and
-log-scale spread ``sigma``; optionally rounds them *up* to a multiple of an evaluation interval
-(the harness only sees the threshold at evaluation steps, which makes ties) and right-censors
-them at a budget (``observed`` False, time = budget). ``weibull_times`` does the same for
-Weibull times, whose arms with a common shape have proportional hazards (for the Cox criterion).
-
-Truths. What a criterion estimates from such data is a property of the *observed* distribution:
-
-* with rounding, the median of the rounded times is the first grid point at or above the
-  continuous median when that median lies strictly between grid points (``observed_median``);
-  settings should keep medians off the grid, where the median of a discrete distribution is not
-  unique;
-* censoring at a budget does not change the median as long as it lies below the budget (the
-  Kaplan-Meier median is consistent for it); at or beyond the budget the median is not
-  identified from the data, and ``observed_median`` returns inf;
-* for Spearman's correlation of a bivariate normal with Pearson correlation rho, the population
-  value is ``6 / pi * asin(rho / 2)`` (``spearman_of_pearson``).
-
-Every generator takes a ``numpy.random.Generator`` and works on whole batches (a leading
-``size``), so a thousand simulated claims cost one call.
+"""Simulators with known true parameters, for the calibration benchmark, the seed planner
+(`grokverify.stats.power`) and the tests. Each takes a ``numpy.random.Generator`` and draws
+whole batches (a leading ``size``), so a thousand simulated claims cost one call. Times are
+rounded up to an evaluation grid (the harness sees a threshold only at evaluations, which makes
+ties) and censored at a budget; the truth a criterion estimates is then that of the observed
+distribution (`observed_median`, inf at or beyond the budget, where it is not identified).
 """
 
 from __future__ import annotations
@@ -33,7 +16,7 @@ from scipy import stats as sps
 
 from grokverify.claim.metrics import Kind
 from grokverify.stats.base import OBSERVED_SUFFIX, ArmSample
-from grokverify.stats.common import take_seeds as take_seeds  # re-exported for callers
+from grokverify.stats.common import take_seeds
 
 Size = int | tuple[int, ...]
 
@@ -72,14 +55,9 @@ def discretize(times: np.ndarray, eval_interval: float | None) -> np.ndarray:
 
 def observed_median(median: float, eval_interval: float | None = None,
                     budget: float = math.inf) -> float:
-    """Median of the observed (rounded-up) time distribution; inf when it is not below budget.
-
-    With rounding to a grid of step h, ``P(T' <= g) = P(T <= g)`` at grid points g, so the
-    first grid point with S(g) < 0.5 (the Kaplan-Meier convention) is ``h ceil(m / h)`` for a
-    continuous median m strictly between grid points; when m lies on one, S is exactly 0.5 there
-    and the median is the midpoint of that grid point and the next (the Kaplan-Meier convention
-    of `grokverify.stats.survival`).
-    """
+    """Median of the observed (rounded-up) time distribution, inf when not below the budget:
+    ``h ceil(m / h)`` for a continuous median m between grid points, and on a grid point (S = 0.5
+    exactly) the midpoint of it and the next, as the KM convention of `stats.survival`."""
     m = float(median)
     if eval_interval:
         k = math.ceil(m / eval_interval)
@@ -152,11 +130,9 @@ def two_arm_times(rng: np.random.Generator, n: int | tuple[int, int], base_media
                   eval_interval: float | None = None, names: Sequence[str] = ("baseline",
                                                                               "treated"),
                   weibull_shape: float | None = None) -> dict[str, ArmSample]:
-    """Two arms of times to threshold; treated's true median = ratio x baseline's.
-
-    Log-normal (common `sigma`) by default; Weibull with a common shape when `weibull_shape` is
-    given (proportional hazards). ``ratio=1`` is the null of no difference (same distribution);
-    ``n`` is seeds per arm, or (n_baseline, n_treated)."""
+    """Two arms of times to threshold, treated's true median = ratio x baseline's (``n`` seeds
+    per arm, or (n_baseline, n_treated)): log-normal with a common `sigma`, or Weibull with a
+    common shape (proportional hazards) when `weibull_shape` is given."""
     nb, nt = (n, n) if isinstance(n, int) else n
     out = {}
     for name, size, med in ((names[0], nb, base_median), (names[1], nt, base_median * ratio)):
@@ -202,10 +178,6 @@ def lognormal_values(rng: np.random.Generator, size: Size, median: float,
     """Log-normal per-seed values: true median = geometric mean = `median`, true mean =
     median * exp(sigma^2 / 2)."""
     return median * np.exp(sigma * rng.standard_normal(size))
-
-
-def lognormal_mean(median: float, sigma: float) -> float:
-    return float(median * math.exp(sigma * sigma / 2))
 
 
 def bernoulli_outcomes(rng: np.random.Generator, size: Size, share: float) -> np.ndarray:

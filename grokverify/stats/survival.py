@@ -1,28 +1,8 @@
-"""Time-to-grok as survival data: Kaplan-Meier medians and restricted mean times, log-rank test,
-bootstrap of their effects.
-
-Seeds that never reach the threshold within the budget are right-censored at the budget, not
-dropped, so slow seeds still count against an arm. A median the survival curve never reaches is
-``math.inf`` ("beyond the budget").
-
-KM median convention (R survival's ``quantile.survfit``, and the usual midpoint rule for a
-median): the first event time at which the estimated S(t) is below 0.5; where S(t) equals 0.5
-(within `HALF_TOL`, sqrt of the machine epsilon, as R) at an event time, the median is the
-midpoint of that time and the next event time, or of that time and the largest time when no
-event follows (a flat at 0.5 to the end of the curve). S(t) is computed as
-``exp(cumsum(log(1 - d/n)))`` over event times (statsmodels' arithmetic), so the tolerance, not
-float rounding, decides the exact-0.5 case; `km_median_batch` is the one implementation, used
-for point estimates and bootstrap resamples alike.
-
-Restricted mean time to threshold up to τ (RMST, ``summary: rmst``): the area under the KM
-curve on [0, τ], always finite, so it stays informative when a median is beyond the budget. τ is
-the claim's ``tau`` (the training budget) when given, else the largest time of any seed of either
-arm; both arms and every bootstrap resample share it. `rmst_batch` is the one implementation.
-
-Paired analysis (the default where the arms share seed numbers, `grokverify.stats.common.
-pair_arms`): the bootstrap resamples seed indices jointly, each resampled seed keeping its
-(time, censored) in both arms, so the within-seed correlation of the arms is kept.
-"""
+"""Time to grok as survival data: Kaplan-Meier medians and restricted mean times (RMST), the
+log-rank test, and the bootstrap of their effects, paired by seed by default
+(docs/verdicts.md, "`survival_compare`"). A seed that never reaches the threshold within the
+budget is right-censored there, never dropped; a median the KM curve never reaches is
+``math.inf`` ("beyond the budget")."""
 
 from __future__ import annotations
 
@@ -79,13 +59,9 @@ KM_MEDIAN_CONVENTION = ("first event time with S(t) < 0.5; where S(t) = 0.5 (wit
 def km_median(
     times: np.ndarray, observed: np.ndarray, alpha: float = 0.05
 ) -> tuple[float, float, float]:
-    """KM median (`km_median_batch`'s convention) and its (1-alpha) CI via statsmodels (cloglog);
-    inf where unreached/unbounded.
-
-    A NaN upper bound means unbounded, so it becomes inf. A NaN lower bound becomes inf when the
-    median itself is beyond the budget (no observed time is a plausible median), else 0.0, the
-    trivial lower bound for a step count (no information).
-    """
+    """KM median (`km_median_batch`) and its (1-alpha) CI via statsmodels (cloglog); a NaN upper
+    bound is unbounded (inf), a NaN lower bound inf when the median is beyond the budget (no
+    observed time is plausible), else 0.0, a step count's trivial bound."""
     t = np.asarray(times, dtype=float)
     d = np.asarray(observed, dtype=float)
     if t.size == 0:
@@ -104,13 +80,9 @@ def _nan_to_inf(x: float) -> float:
 
 
 def km_median_batch(times: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """KM medians of B samples at once: (B, n) arrays -> (B,), inf where S never reaches 0.5.
-
-    The convention of the module docstring (midpoint where S = 0.5 within `HALF_TOL`). S(t)
-    follows statsmodels' arithmetic: rows are sorted, each tie group contributes one factor
-    1 - d/n at its last position, and non-event positions add an exact 0.0 to the running
-    log-sum.
-    """
+    """KM medians of B samples at once, (B, n) -> (B,), inf where S never falls to 0.5, by
+    `KM_MEDIAN_CONVENTION`; S(t) = exp(cumsum(log(1 - d/n))) as statsmodels computes it, so that
+    `HALF_TOL`, not float rounding, decides S = 0.5 (one implementation for every median)."""
     t = np.asarray(times, dtype=float)
     o = np.asarray(observed, dtype=bool)
     if t.ndim != 2 or t.shape != o.shape:
@@ -157,15 +129,9 @@ def _km_factors_sorted(ts: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, 
 
 
 def rmst_batch(times: np.ndarray, observed: np.ndarray, tau: float) -> np.ndarray:
-    """Restricted mean times of B samples at once: (B, n) arrays -> (B,), the area under each
-    row's KM curve from 0 to `tau`.
-
-    The KM curve is the product of the factors ``1 - d/n`` over event times (tie groups as in
-    `km_median_batch`; a censored time tied with an event time is still at risk there), taken
-    with ``cumprod`` so that it reaches exactly 0 after a last event. Past a row's largest time
-    the curve stays at its last value up to `tau` (0 after a last event; flat after a last
-    censored time, the usual extension, which matters only when that time is below `tau`).
-    """
+    """Restricted mean times of B samples at once, (B, n) -> (B,): the area under each row's KM
+    curve on [0, tau] (`RMST_CONVENTION`), the factors 1 - d/n taken by ``cumprod`` so that the
+    curve is exactly 0 after a last event (a censored time tied with an event is at risk)."""
     t = np.asarray(times, dtype=float)
     o = np.asarray(observed, dtype=bool)
     if t.ndim != 2 or t.shape != o.shape:
@@ -218,10 +184,8 @@ def logrank(a: ArmSample, b: ArmSample) -> tuple[float, float]:
 
 
 def median_effect(base: np.ndarray | float, treat: np.ndarray | float, effect: Effect) -> Any:
-    """treat/base or treat-base of medians; inf/inf, inf-inf and 0/0 are NaN (undefined).
-
-    A finite treated median over a zero baseline median is inf (the ratio is unbounded).
-    """
+    """treat/base or treat-base of medians; inf/inf, inf-inf and 0/0 are NaN (undefined), and a
+    finite treated median over a zero baseline median is inf."""
     b = np.asarray(base, dtype=float)
     t = np.asarray(treat, dtype=float)
     with np.errstate(all="ignore"):
@@ -244,28 +208,9 @@ def bootstrap_median_effect(
     region: tuple[Literal["less", "greater"], float] | None = None,
     paired: bool = False,
 ) -> tuple[float, tuple[float, float], dict[str, Any]]:
-    """Point estimate of the median effect and its percentile-bootstrap CI.
-
-    Unpaired: seeds are resampled with replacement within each arm (stratified), keeping each
-    seed's (time, observed) pair, so censored seeds stay censored; the baseline's indices are
-    drawn first. ``paired``: the arms are aligned pairs (position i = seed i in both, equal
-    lengths) and one draw ``rng.integers(0, n, (n_boot, n))`` of seed indices serves both arms,
-    so each resampled seed keeps its (time, observed) in both.
-
-    A resample's KM median that is not reached is only known to lie in ``[largest time of that
-    resample, inf)``, so each resample gives an effect *interval*: its lower end pairs the
-    treated lower end with the baseline upper end (``t_lo / b_hi`` or ``t_lo - b_hi``), its
-    upper end the treated upper end with the baseline lower end (``t_hi / b_lo`` or
-    ``t_hi - b_lo``); where both medians are reached the two ends coincide. CI low is the
-    alpha/2 quantile of the lower ends, CI high the 1 - alpha/2 quantile of the upper ends
-    (order statistics, inverted CDF, so inf bounds stay inf). An end that is undefined (0/0)
-    drops that resample and is counted. The point estimate keeps the convention that an
-    unreached median is inf (inf/inf, inf - inf: NaN).
-    With `region` = (direction, threshold), details also get the bootstrap one-sided p-values,
-    by the same rule as the CI: for ``less``, p_support = share of upper ends above the threshold
-    and p_refute = share of lower ends at or below it; for ``greater``, p_support = share of lower
-    ends below it and p_refute = share of upper ends at or above it.
-    """
+    """Point estimate of the median effect and its percentile-bootstrap CI, each resample an
+    effect interval where a median is unreached, and with `region` the p's by the CI's rule
+    (docs/verdicts.md, "`survival_compare`"); ``paired``: the arms are aligned pairs."""
     _check_arms(base, treat, paired)
     base_idx, treat_idx = _draw_indices(base, treat, n_boot, seed, paired)
     base_medians, base_max = _resampled_medians(base, base_idx)
@@ -339,8 +284,8 @@ def _percentile_ci(lows: np.ndarray, highs: np.ndarray, ci_level: float) -> tupl
 
 def _bootstrap_p(lows: np.ndarray, highs: np.ndarray,
                  region: tuple[Literal["less", "greater"], float] | None) -> dict[str, float]:
-    """The bootstrap one-sided p-values against the region's threshold, by the CI's rule (see
-    `bootstrap_median_effect`); empty without a region or resamples."""
+    """The bootstrap one-sided p-values against the region's threshold, by the CI's rule: the
+    shares of effect ends past it; empty without a region or resamples."""
     if region is None or not lows.size:
         return {}
     direction, threshold = region
@@ -362,21 +307,9 @@ def bootstrap_rmst_effect(
     region: tuple[Literal["less", "greater"], float] | None = None,
     paired: bool = False,
 ) -> tuple[float, tuple[float, float], dict[str, Any]]:
-    """Point estimate of the ratio / difference of restricted mean times up to `tau` (shared by
-    both arms and every resample) and its percentile-bootstrap CI at Hesterberg's expanded level.
-
-    The resampling is `bootstrap_median_effect`'s (the same draws for the same seed: paired,
-    one draw of seed indices serves both arms; unpaired, each arm on its own, baseline first).
-    An RMST is always finite, so each resample gives one effect and no bounds are needed; a
-    resample with an undefined effect (0/0: every baseline time 0) is dropped and counted.
-    A restricted mean is a mean, and a percentile interval of a mean is too narrow with few
-    seeds (it covered 0.91 at 12 paired seeds, false verdicts 0.049 / 0.042 at θ), so the
-    interval is taken at `expanded_level` for n = the smaller arm's seeds (pairs when paired):
-    0.944 and 0.029 / 0.027 (``benchmarks/calibration.py``). Quantiles interpolate linearly;
-    with `region`, details get the one-sided p-values that invert this interval
-    (`bca_p_values` with z0 = a = 0 and the expansion's t), so SUPPORTED <=> p_support <=
-    alpha/2. Fewer than 2 seeds in an arm give no CI.
-    """
+    """The ratio / difference of restricted mean times up to `tau` and its percentile-bootstrap
+    CI from `bootstrap_median_effect`'s draws, at the expanded level (an RMST is a mean), with
+    `region` the p's that invert it (docs/verdicts.md, "`summary: rmst`")."""
     _check_arms(base, treat, paired)
     estimate = median_effect(rmst(base.values, base.observed, tau),
                              rmst(treat.values, treat.observed, tau), effect)

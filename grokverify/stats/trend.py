@@ -1,16 +1,6 @@
-"""A trend through a family's member estimates: r_c(p) against p for paper 2's open question.
-
-Each member gives an estimate and its CI (e.g. a crossing's percentile-bootstrap CI); the trend
-is fitted by weighted least squares, each member weighted by 1/se², its se read off its CI as
-if normal: (high - low) / (2 z), z the normal quantile of the member's CI level. ``power`` fits
-log(estimate) = a + b log(x) (estimate ≈ e^a x^b; the se on the log scale from the CI's ends'
-logs, the CI being a percentile one, which holds under a log transform), ``linear`` fits
-estimate = a + b x. The fit's coefficient covariance is (XᵀWX)⁻¹ times max(1, χ²/df), χ² the
-weighted residual sum of squares on df = n - 2 (the members' scatter about the line, where it
-exceeds what their CIs allow, widens the CIs; it never narrows them), and the coefficients'
-CIs use Student's t on df. ``p_fit`` is the χ² goodness-of-fit p: small when the members lie
-farther from the line than their CIs allow (the trend's form does not describe them).
-Members without an estimate or with an unbounded CI are left out and named."""
+"""A trend through a family's member estimates (r_c(p) against p for paper 2's open question):
+weighted least squares, each member weighted by 1/se² with its se read off its CI as if normal,
+the covariance scaled by max(1, χ²/df) (docs/verdicts.md, "Families")."""
 
 from __future__ import annotations
 
@@ -25,8 +15,8 @@ FITS = ("power", "linear")
 
 def fit_trend(points: dict[str, tuple[float, float, tuple[float, float], float]], fit: str,
               ci_level: float) -> dict[str, Any]:
-    """The fitted trend of {member: (x, estimate, ci, member_ci_level)} (see the module
-    docstring); ``fitted`` false with ``why`` when fewer than 3 members can enter."""
+    """The fitted trend of {member: (x, estimate, ci, member_ci_level)}; ``fitted`` false with
+    ``why`` when fewer than 3 members can enter."""
     if fit not in FITS:
         raise ValueError(f"a trend is fitted as {' or '.join(FITS)}, not {fit!r}")
     power = fit == "power"
@@ -42,7 +32,7 @@ def fit_trend(points: dict[str, tuple[float, float, tuple[float, float], float]]
             continue
         z = float(stats.norm.ppf(0.5 + level / 2))
         f = math.log if power else float
-        se = (f(hi) - f(lo)) / (2 * z)
+        se = (f(hi) - f(lo)) / (2 * z)  # a percentile CI's ends transform with the estimate
         if not se > 0:
             left_out[member] = "a CI of zero width"
             continue

@@ -1,26 +1,6 @@
-"""Verdict rules: an effect estimate, its CI and the claimed region give a verdict and a reason.
-
-The claimed region is ``{effect <= threshold}`` for direction "less" and ``{effect >= threshold}``
-for direction "greater"; the threshold is the boundary of the smallest effect the claim asserts
-and belongs to the claimed region (the boundary is inclusive on both rules):
-
-* SUPPORTED    -- the CI lies wholly inside the claimed region
-                  (less: ``ci_high <= threshold``; greater: ``ci_low >= threshold``).
-* REFUTED      -- the CI excludes the claimed region entirely
-                  (less: ``ci_low > threshold``; greater: ``ci_high < threshold``).
-* INCONCLUSIVE -- otherwise: the CI straddles (or touches from outside) the threshold, or the CI
-                  is undefined (a NaN bound, or low > high), which gets its own reason.
-
-Infinite CI bounds are legitimate (a median beyond the training budget) and are compared as
-ordinary numbers. PARTIAL is never produced here; it is reserved for combining criteria.
-
-Two-sided (interval) claims -- "equal within a margin", "a value near the paper's number" -- use
-`decide_interval`, whose claimed region ``[lower, upper]`` includes both ends:
-
-* SUPPORTED    -- ``lower <= ci_low`` and ``ci_high <= upper`` (the CI lies within the region).
-* REFUTED      -- ``ci_high < lower`` or ``ci_low > upper`` (the CI lies wholly outside).
-* INCONCLUSIVE -- otherwise (the CI overlaps an end of the region), or the CI is undefined.
-"""
+"""Verdict rules: an effect estimate, its CI and the claimed region give a verdict and a
+one-sentence reason. The boundary belongs to the claimed region, and infinite CI bounds (a
+median beyond the budget) compare as numbers: see docs/verdicts.md, "What the verdicts mean"."""
 
 from __future__ import annotations
 
@@ -32,8 +12,8 @@ from grokverify.numbers import format_ci, format_number
 
 
 class Verdict(str, enum.Enum):
-    """Outcome for one claim; PARTIAL is for claims judged by several criteria. Defined with
-    the rules (not the statistics) so that reading a verdict needs no numeric package."""
+    """Outcome for one claim; PARTIAL is a family's (`claims: any`). Defined with the rules
+    (not the statistics) so that reading a verdict needs no numeric package."""
 
     SUPPORTED = "SUPPORTED"
     REFUTED = "REFUTED"
@@ -51,8 +31,9 @@ def decide(
     ci_level: float,
     boundary: str = "the boundary of the claimed effect",
 ) -> tuple[Verdict, str]:
-    """Apply the module's rules; the reason is one sentence with the CI, threshold and estimate.
-    `boundary` names what the threshold is (e.g. a non-inferiority margin's bound)."""
+    """The verdict of a one-sided claimed region (``less``: effect <= threshold) and its reason,
+    which quotes the CI, threshold and estimate; `boundary` names what the threshold is (e.g. a
+    non-inferiority margin's bound). A NaN bound, or low > high, is INCONCLUSIVE."""
     if direction not in ("less", "greater"):
         raise ValueError(f"direction must be 'less' or 'greater', not {direction!r}")
     if math.isnan(threshold):
@@ -93,10 +74,8 @@ def decide_interval(
     effect_label: str,
     ci_level: float,
 ) -> tuple[Verdict, str]:
-    """Two-sided analogue of `decide` for a claimed region ``[lower, upper]`` (both ends belong to
-    it): SUPPORTED when ``lower <= ci_low`` and ``ci_high <= upper``; REFUTED when the CI lies
-    wholly outside (``ci_high < lower`` or ``ci_low > upper``); INCONCLUSIVE otherwise, or when
-    the CI is undefined (a NaN bound, or low > high)."""
+    """`decide` for an interval claim ``[lower, upper]`` (both ends belong to it): SUPPORTED
+    when the CI lies within it, REFUTED when wholly outside, else INCONCLUSIVE."""
     if math.isnan(lower) or math.isnan(upper) or lower > upper:
         raise ValueError(f"the claimed region [{lower}, {upper}] is not an interval")
     low, high = float(ci[0]), float(ci[1])

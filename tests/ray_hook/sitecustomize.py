@@ -1,4 +1,4 @@
-"""Fault injection for the test head of tests/test_ray_cluster.py, and nothing else.
+"""Fault injection for the test head of tests/test_run_ray.py, and nothing else.
 
 Only that head's processes have this folder on PYTHONPATH (with GV_TEST_FAULTS naming a
 folder), so the product carries no test hook. Once a worker imports `grokverify.engine.loop`,

@@ -1,0 +1,73 @@
+"""The referee's sections of report.md (report.referee): Setup, Reasoning, Caveats and Reproduce
+in order, with their counts, levels and commands, and claim text inert in them."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from markdown_it import MarkdownIt
+from suitedata import NASTY, rename_arm, tiny_result
+from test_report_figures import tiny_family
+
+from grokverify.report.markdown import render_markdown
+from grokverify.report.referee import reasoning_lines
+
+
+def _section(md: str, head: str) -> str:
+    return md.split(f"## {head}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_referee_sections_in_order() -> None:
+    md = render_markdown(tiny_result())
+    heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert heads[:6] == ["Claim", "Setup", "Result", "Paired analysis", "Reasoning", "Caveats"]
+    assert heads.index("Reproduce") < heads.index("Provenance")
+    setup = _section(md, "Setup")
+    assert "Arms (2): `c1`, `c10`" in setup and "3 seed(s) per arm (seeds 0–2)" in setup
+    assert "300 training steps per seed, evaluated every 10 steps" in setup
+    assert "**not the paper's setting**" in setup
+
+
+def test_reasoning_names_the_rule_and_its_level() -> None:
+    reasoning = _section(render_markdown(tiny_result()), "Reasoning")
+    assert "`survival_compare` decided" in reasoning and "95% CI" in reasoning
+    assert "one-sided α = 0.025" in reasoning and "p(support)" in reasoning
+    fam = "\n".join(reasoning_lines(tiny_family(tiny_result())))
+    assert "Not every member has the effect." in fam and "`holm`" in fam
+
+
+def test_caveats_count_censored_and_diverged_seeds_and_plan_for_inconclusive() -> None:
+    res = tiny_result()
+    caveats = _section(render_markdown(res), "Caveats")
+    assert "Censoring: 2 of 6 seed run(s)" in caveats and "c1 2 of 3." in caveats
+    assert "Divergence: 0 seed run(s)" in caveats
+    assert "`grokverify plan " in caveats and "tiny_claim.yaml --scale quick --store" in caveats
+    res = copy.deepcopy(res)
+    res["verdict"] = res["result"]["verdict"] = "SUPPORTED"
+    res["arms"]["c10"]["diverged"] = 2
+    caveats = _section(render_markdown(res), "Caveats")
+    assert "grokverify plan" not in caveats and "Power: not at issue" in caveats
+    assert "Divergence: 2 seed run(s) diverged (non-finite loss): c10 2" in caveats
+
+
+def test_reproduce_has_the_run_report_and_plan_commands() -> None:
+    res = tiny_result()
+    reproduce = _section(render_markdown(res), "Reproduce")
+    store = res["provenance"]["store"]
+    assert "tiny_claim.yaml --scale quick --seeds 3`" in reproduce
+    assert "`grokverify run " in reproduce and f"--seeds 3 --store {store}`" in reproduce
+    assert "`grokverify report " in reproduce and "`grokverify plan " in reproduce
+
+
+@pytest.mark.parametrize("section", ["Setup", "Reasoning", "Caveats", "Reproduce"])
+def test_claim_strings_in_the_referee_sections_are_inert(section: str) -> None:
+    res = rename_arm(tiny_result(), "c1", f"c1{NASTY}")
+    res["reason"] = f"R{NASTY}"
+    res["claim"]["file"] = f"claims/x{NASTY}.yaml"
+    md = render_markdown(res)
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(
+        f"## {section}\n" + _section(md, section))
+    assert "<script" not in html
+    if section in ("Reasoning", "Caveats", "Setup"):
+        assert "&lt;script&gt;" in html

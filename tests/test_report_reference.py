@@ -1,0 +1,95 @@
+"""The committed reference reports (reports/reference/quick) are reproduced bit for bit (pinned
+CPU training is bit-identical on any x86-64 CPU with AVX2: docs/determinism.md; regenerating
+them: reports/README.md). Slow: `pytest --slow`. Skipped where the torch release, results version
+or numerics differ from the references', or an image claim's data files are not the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from grokverify.claim.load import load_claim
+from grokverify.engine import numerics
+from grokverify.engine.datasets import ENV_VAR, BadData, MissingData
+from grokverify.engine.datasets import load as load_data
+from grokverify.engine.version import RESULTS_VERSION
+from grokverify.run.outcome import RunOptions
+from grokverify.run.pipeline import run_claims
+from grokverify.store import torch_version
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO / "reports" / "reference" / "quick"
+CLAIMS = sorted(p.name for p in REFERENCE.iterdir() if (p / "result.json").is_file())
+
+
+def _comparable(result: dict) -> dict:
+    """What a rerun must reproduce: not the store keys (they hash the process's part: torch,
+    numerics) nor the provenance (times, hosts)."""
+    arms = {name: {k: v for k, v in arm.items() if k != "store_keys"}
+            for name, arm in result["arms"].items()}
+    return {"arms": arms, **{k: result[k] for k in
+                             ("verdict", "reason", "result", "family", "per_seed", "sequential")}}
+
+
+def test_every_shipped_claim_has_a_reference_report() -> None:
+    assert sorted(p.stem for p in (REPO / "claims").glob("*.yaml")) == CLAIMS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", CLAIMS)
+def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
+    ref = json.loads((REFERENCE / claim_id / "result.json").read_text())
+    made = (ref["provenance"]["results_version"], ref["provenance"]["packages"]["torch"])
+    if made[0] != RESULTS_VERSION or made[1].split("+")[0] != torch_version() or \
+            numerics.native():
+        pytest.skip(f"references made with results version {made[0]}, torch {made[1]}; here "
+                    f"{RESULTS_VERSION}, torch {torch_version()}, numerics "
+                    f"{'native' if numerics.native() else 'pinned'}")
+    for data in ref.get("data", []):  # an image claim: only from the files it was made from
+        try:
+            digest = load_data(data["dataset"]).digest
+        except (MissingData, BadData) as exc:
+            pytest.skip(f"{claim_id} reads {data['dataset']}'s files: {exc}")
+        if digest != data["digest"]:
+            pytest.skip(f"{claim_id}'s reference was made from {data['dataset']} files with "
+                        f"digest {data['digest']}; {ENV_VAR} holds {digest}")
+    opts = RunOptions(store=tmp_path / "store", reports=tmp_path / "reports", executor="local",
+                      device="cpu", cpus_per_task=min(2, os.cpu_count() or 1))
+    run_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))
+    got = json.loads((tmp_path / "reports" / claim_id / "result.json").read_text())
+    assert _comparable(got) == _comparable(ref)
+
+
+def test_the_reference_suite_is_one_self_contained_page() -> None:
+    """reports/reference/quick/index.html: a row and a section for every shipped claim, every
+    figure its claims' result.json name embedded as a data URI (none missing), no request of
+    any kind, and the size the README states (to 0.1 MB)."""
+    from suitedata import page_of
+
+    index = REFERENCE / "index.html"
+    page = page_of(index)
+    results = [json.loads((REFERENCE / c / "result.json").read_text()) for c in CLAIMS]
+    rows = json.loads((REFERENCE / "results.json").read_text())["claims"]
+    assert sorted(r["id"] for r in rows) == CLAIMS
+    sections = [a.get("id") for t, a in page.tags if t == "section"]
+    assert sorted(sections) == sorted(f"claim-{c}" for c in CLAIMS)
+    images = [a for t, a in page.tags if t == "img"]
+    assert len(images) == sum(len(r["figures"]) for r in results) > 100
+    assert all((a["src"] or "").startswith("data:image/png;base64,") for a in images)
+    assert "figure missing" not in " ".join(page.text)
+    for tag, attrs in page.tags:
+        assert tag not in ("link", "iframe", "object", "embed", "base")
+        for name, value in attrs.items():
+            if name in ("src", "href", "action", "srcset", "poster", "data"):
+                assert value and value.startswith(("#", "data:image/")), (tag, name, value)
+    inline = "".join(page.inline["style"]) + "".join(page.inline["script"])
+    assert "http" not in inline and "url(" not in inline and "@import" not in inline
+    stated = {float(m) for m in re.findall(r"([\d.]+) MB for the \d+ reference claims",
+                                           (REPO / "README.md").read_text())}
+    assert stated == {round(index.stat().st_size / 1e6, 1)}
