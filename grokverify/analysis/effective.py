@@ -1,12 +1,8 @@
-"""Paper 2's effective theory of representation learning (arXiv 2205.10343, §3.2, App. F, Eq. 4).
-
-ℓ_eff = ℓ0 / Z0 with ℓ0 = Σ_{P0(D)} |Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n|² / |P0(D)| (0 for an empty P0(D))
-and Z0 = Σ_k |Ẽ_k|², on embeddings normalised per dimension with the sample σ (ddof 1, as the
-official code's torch `.std()`), so normalised 1-D embeddings have Z0 = p − 1. Per dimension
-ℓ0 = ½ EᵀH0E with H0 = 2 AᵀA / |P0(D)|. The flow conserves Z0, so it is dE/dt = −HE + (2 ℓ_eff /
-Z0) E with the constant H = H0 / Z0: λ1 = λ2 = 0 (translation and scale), and the third smallest
-eigenvalue λ3 is the grokking rate, n_h = 1 / (λ3 η) steps. The official notebook reports the
-eigenvalues of AᵀA, a factor 2 / (|P0(D)| Z0) larger.
+"""Paper 2's effective theory of representation learning (arXiv 2205.10343, §3.2, App. F, Eq. 4):
+ℓ_eff = ℓ0 / Z0 on embeddings normalised per dimension (sample σ, ddof 1, as the official code),
+ℓ0 = ½ EᵀH0E with H0 = 2 AᵀA / |P0(D)|; the flow conserves Z0, its third smallest eigenvalue λ3 is
+the grokking rate (n_h = 1 / (λ3 η) steps). Derivations, λ3's normalisation, the conservation laws
+and Euler's versus RK4's drift: docs/paper2-algebra.md, "The effective loss and its Hessian".
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Parallelogram algebra of paper 2's toy (arXiv 2205.10343, §3.2, App. C): which embedding
-equations a training set implies, and whether they pin the embedding down to a line.
-
-Samples are the unordered pairs (i, j), 0 ≤ i ≤ j < p, in lexicographic order (that of
-`grokverify.engine.tasks.pairs_for` and of the official code's `D0_id`); a sample's class is
-i + j. P0 holds each permissible parallelogram (two distinct samples of one class) once, in
-sample order. A(D) has a row e_i + e_j − e_m − e_n for each one within the training set D; its
-nullity n0 = p − rank A(D) is ≥ 2 (translation and scale solve every row), and n0 = 2 means
-E_k = a + k·b is the only solution.
+equations a training set implies, and whether they pin the embedding to a line. Samples are the
+pairs i <= j in lexicographic order (`grokverify.engine.tasks.pairs_for`'s, the official
+`D0_id`'s); A(D) has a row e_i + e_j − e_m − e_n per permissible parallelogram within D, and
+n0 = p − rank A(D) = 2 means E_k = a + k·b is the only solution. Proposition 2 and the ranks:
+docs/paper2-algebra.md, "Rank: exact and vectorised".
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ training set does not imply (C9), over the samples and P0 of `grokverify.analysi
 The probes work on E normalised per dimension (§3.1, the official toy/train_add.py) unless
 `normalised=False`; a parallelogram (i, j, m, n) is *realised* when the distance of its defect
 Ẽ_i + Ẽ_j − Ẽ_m − Ẽ_n is ≤ δ (the official code's strict < differs only on a null set).
+Definitions and where they follow the official code: docs/paper2-algebra.md, "Representation
+measures".
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Seed planning: P(SUPPORTED) at each candidate seed count, estimated by running the claim's own
-criterion on ``n_sim`` simulated experiments (the same CI and verdict rule as the real run).
-Pilot resampling (no ``effect``) draws each arm's pilot seeds with replacement, taking the
-pilot's effect, spread, censoring and ties as the truth (optimistic when its effect is a lucky
-draw). A declared ``effect`` (a ratio of medians; two-arm time criteria, `TIME_CRITERIA`) draws
-log-normal times with a common sigma, fitted to the pilot by censored maximum likelihood (else
-`DEFAULT_SIGMA`, `DEFAULT_BASELINE_MEDIAN`). A paired criterion is planned paired: whole seeds
-resampled, or seed i's log times drawn from a Gaussian copula with the pilot's within-pair
-correlation (Spearman r turned Pearson, 2 sin(pi r / 6)). Everything derives from ``seed``.
+"""Seed planning: P(SUPPORTED) at each candidate seed count, from the claim's own criterion run on
+``n_sim`` simulated experiments (the real run's CI and verdict rule). Without ``effect`` each
+arm's pilot seeds are resampled (the pilot taken as the truth, optimistic after a lucky draw);
+a declared ``effect`` (a ratio of medians, `TIME_CRITERIA`) draws log-normal times with a
+common sigma fitted to the pilot. Paired criteria are planned paired. Everything derives from
+``seed``; methods, defaults and Monte Carlo error: docs/verdicts.md, "Seed planning".
 """
 
 from __future__ import annotations

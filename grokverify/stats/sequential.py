@@ -1,12 +1,12 @@
 """Group-sequential seeding (``seeds: {min, max, step}``): judge the arms at n = min, min +
 step, ..., max seeds; the first SUPPORTED or REFUTED verdict is final, else the last look's
 stands. Look k judges at CI level 1 - alpha_k, from a Lan-DeMets alpha-spending function of the
-information fraction t_k = I(n_k) / I(n_max) (`Criterion.information`: n, or n - 3 for a
+information fraction t_k = I(n_k) / I(n_max) (`CriterionSpec.information`: n, or n - 3 for a
 Fisher-z correlation); `nominal_levels` solves for alpha_k by recursive numerical integration
-(Armitage, McPherson & Rowe 1969; Jennison & Turnbull 2000, ch. 19) for a statistic with
-Brownian-motion correlation between looks: exact for means, approximate for bootstrap and
-exact-binomial CIs, whose error rates benchmarks/calibration.py measures. One boundary pair
-serves both verdicts, each side's error at most alpha / 2.
+for a statistic with Brownian-motion correlation between looks: exact for means, approximate for
+bootstrap and exact-binomial CIs, whose error rates benchmarks/calibration.py measures. One
+boundary pair serves both verdicts, each side's error at most alpha / 2. The formulas, the level
+of each look and the caveats: docs/verdicts.md, "Sequential seeding".
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 whole batches (a leading ``size``), so a thousand simulated claims cost one call. Times are
 rounded up to an evaluation grid (the harness sees a threshold only at evaluations, which makes
 ties) and censored at a budget; the truth a criterion estimates is then that of the observed
-distribution (`observed_median`, inf at or beyond the budget, where it is not identified).
+distribution (`observed_median`, inf at or beyond the budget, where it is not identified):
+docs/verdicts.md, "Simulated truths".
 """
 
 from __future__ import annotations
