@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from grokverify.analysis import parallelogram as P
+from grokverify.analysis import representation as R
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.data import Batches
 from grokverify.engine.datasets import load
@@ -133,3 +135,73 @@ def train_plain(exp: ExperimentSpec, seed: int, dtype: torch.dtype = torch.float
     trainer = PlainTrainer(exp, seed, dtype=dtype, frozen_embedding=frozen_embedding)
     run_to_budget(trainer, exp.training)
     return trainer.record_
+
+
+# ---------------------------------------------------------------- paper 2's measures, one embedding
+# at a time in numpy: the definitions the batched probes are checked against
+
+
+@dataclass(frozen=True)
+class PredictedAccuracy:
+    """Acc^ over all samples and over the non-training samples, and which samples count."""
+
+    acc_all: np.ndarray | float
+    acc_test: np.ndarray | float  # NaN when there are no non-training samples
+    reached: np.ndarray  # (..., N) bool: training samples and those one realised step away
+
+
+def predicted_accuracy(E: np.ndarray, train: np.ndarray | list[int], delta: float = R.DELTA,
+                       distance: R.Distance = "norm", normalised: bool = True,
+                       ddof: int = 1) -> PredictedAccuracy:
+    """Acc^ (App. D; the official `calculate_Dbar` on the realised set, one step), over all
+    samples and over the non-training ones (paper 2's validation set). `train`: sample indices
+    or a bool mask (N,); a mask (..., N) gives each embedding of a batch its own training set."""
+    E = R._as_embedding(E)
+    p = E.shape[-2]
+    n = P.n_samples(p)
+    t = np.asarray(train)
+    mask = t if t.dtype == bool and t.ndim > 1 else P.as_mask(p, t)
+    if mask.shape[-1] != n:
+        raise ValueError(f"a training mask for p = {p} has {n} entries, got {mask.shape[-1]}")
+    reached = R.reached_samples(R.realised(E, delta, distance, normalised, ddof), mask, p)
+    valid = R._valid(E, normalised, ddof)
+    acc_all = np.where(valid, reached.mean(axis=-1), np.nan)
+    n_test = (~mask).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_test = np.where(valid & (n_test > 0), (reached & ~mask).sum(axis=-1) / n_test, np.nan)
+
+    def scalar(x: np.ndarray) -> np.ndarray | float:
+        return float(x) if np.ndim(x) == 0 else x
+
+    return PredictedAccuracy(acc_all=scalar(acc_all), acc_test=scalar(acc_test), reached=reached)
+
+
+@dataclass(frozen=True)
+class Unimplied:
+    """C9: realised parallelograms that the training set does not imply."""
+
+    count: int  # realised and not implied
+    realised: int  # realised in all
+    implied: int  # implied in all (realised or not)
+    share: float  # count / realised (NaN when nothing is realised)
+    mask: np.ndarray  # (Q,) bool over P0: realised and not implied
+
+
+def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: float = R.DELTA,
+                       distance: R.Distance = "norm", chaining: bool = True,
+                       normalised: bool = True, ddof: int = 1) -> Unimplied:
+    """C9, the "Alexander principle" (Fig. 10): realised parallelograms outside the implied set
+    (the paper's P(D) with chaining, P0(D) without), for one embedding (p, d) and its training
+    set. Raises on an invalid embedding."""
+    E = R._as_embedding(E)
+    if E.ndim != 2:
+        raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")
+    if not bool(R._valid(E, normalised, ddof)):
+        raise ValueError("the embedding has no normalised form (a constant dimension or NaN)")
+    p = E.shape[0]
+    real = R.realised(E, delta, distance, normalised, ddof)
+    imp = P.implied(p, train, chaining=chaining)
+    out = real & ~imp
+    n_real = int(real.sum())
+    return Unimplied(count=int(out.sum()), realised=n_real, implied=int(imp.sum()),
+                     share=float(out.sum() / n_real) if n_real else float("nan"), mask=out)

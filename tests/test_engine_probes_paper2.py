@@ -18,6 +18,7 @@ import pydantic
 import pytest
 import torch
 from conftest import Has, problems, train_rows
+from reference import predicted_accuracy, unimplied_realised
 
 from grokverify.analysis import effective as eff
 from grokverify.analysis import parallelogram as P
@@ -113,8 +114,8 @@ def test_equals_representation_on_each_seeds_own_split(unordered: bool, delta: f
     for s in range(len(seeds)):
         e = model.param("embed.weight")[s].detach().double().numpy()
         train = _train_samples(p, data[s].a[data[s].train_idx], data[s].b[data[s].train_idx])
-        acc = R.predicted_accuracy(e, train, delta, distance)
-        un = R.unimplied_realised(e, train, delta, distance)
+        acc = predicted_accuracy(e, train, delta, distance)
+        un = unimplied_realised(e, train, delta, distance)
         want = [R.rqi(e, delta, distance), acc.acc_all, acc.acc_test, un.count, un.share]
         np.testing.assert_allclose([got[c][s] for c in PARALLELOGRAM_CURVES], want, rtol=1e-12)
     if delta == 3.0:  # the comparison above was not between empty sets

@@ -53,8 +53,8 @@ def test_correlation_truths() -> None:
 
 def test_two_arm_null_and_alternative() -> None:
     rng = np.random.default_rng(4)
-    null = sim.null_two_arm(rng, 5000, 1000.0)
-    alt = sim.alternative_two_arm(rng, 5000, 1000.0, 0.5)
+    null = sim.two_arm_times(rng, 5000, 1000.0, 1.0)
+    alt = sim.two_arm_times(rng, 5000, 1000.0, 0.5)
     assert np.median(null["treated"].values) == pytest.approx(1000.0, rel=0.05)
     ratio = np.median(alt["treated"].values) / np.median(alt["baseline"].values)
     assert ratio == pytest.approx(0.5, rel=0.05)

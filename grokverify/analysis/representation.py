@@ -11,15 +11,12 @@ measures".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from grokverify.analysis.parallelogram import (
     as_mask,
-    implied,
-    n_samples,
     parallelogram_samples,
     permissible_parallelograms,
     samples,
@@ -102,72 +99,6 @@ def reached_samples(real: np.ndarray, mask: np.ndarray, p: int) -> np.ndarray:
         rows, q = np.nonzero(real & mask[:, far])
         out[rows, near[q]] = True
     return out.reshape(batch + mask.shape[-1:])
-
-
-@dataclass(frozen=True)
-class PredictedAccuracy:
-    """Acc^ over all samples and over the non-training samples, and which samples count."""
-
-    acc_all: np.ndarray | float
-    acc_test: np.ndarray | float  # NaN when there are no non-training samples
-    reached: np.ndarray  # (..., N) bool: training samples and those one realised step away
-
-
-def predicted_accuracy(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
-                       distance: Distance = "norm", normalised: bool = True,
-                       ddof: int = 1) -> PredictedAccuracy:
-    """Acc^ (App. D; the official `calculate_Dbar` on the realised set, one step), over all
-    samples and over the non-training ones (paper 2's validation set). `train`: sample indices
-    or a bool mask (N,); a mask (..., N) gives each embedding of a batch its own training set."""
-    E = _as_embedding(E)
-    p = E.shape[-2]
-    n = n_samples(p)
-    t = np.asarray(train)
-    mask = t if t.dtype == bool and t.ndim > 1 else as_mask(p, t)
-    if mask.shape[-1] != n:
-        raise ValueError(f"a training mask for p = {p} has {n} entries, got {mask.shape[-1]}")
-    reached = reached_samples(realised(E, delta, distance, normalised, ddof), mask, p)
-    valid = _valid(E, normalised, ddof)
-    acc_all = np.where(valid, reached.mean(axis=-1), np.nan)
-    n_test = (~mask).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        acc_test = np.where(valid & (n_test > 0), (reached & ~mask).sum(axis=-1) / n_test, np.nan)
-
-    def scalar(x: np.ndarray) -> np.ndarray | float:
-        return float(x) if np.ndim(x) == 0 else x
-
-    return PredictedAccuracy(acc_all=scalar(acc_all), acc_test=scalar(acc_test), reached=reached)
-
-
-@dataclass(frozen=True)
-class Unimplied:
-    """C9: realised parallelograms that the training set does not imply."""
-
-    count: int  # realised and not implied
-    realised: int  # realised in all
-    implied: int  # implied in all (realised or not)
-    share: float  # count / realised (NaN when nothing is realised)
-    mask: np.ndarray  # (Q,) bool over P0: realised and not implied
-
-
-def unimplied_realised(E: np.ndarray, train: np.ndarray | list[int], delta: float = DELTA,
-                       distance: Distance = "norm", chaining: bool = True,
-                       normalised: bool = True, ddof: int = 1) -> Unimplied:
-    """C9, the "Alexander principle" (Fig. 10): realised parallelograms outside the implied set
-    (the paper's P(D) with chaining, P0(D) without), for one embedding (p, d) and its training
-    set. Raises on an invalid embedding."""
-    E = _as_embedding(E)
-    if E.ndim != 2:
-        raise ValueError(f"one embedding (p, d) at a time, got {E.shape}")
-    if not bool(_valid(E, normalised, ddof)):
-        raise ValueError("the embedding has no normalised form (a constant dimension or NaN)")
-    p = E.shape[0]
-    real = realised(E, delta, distance, normalised, ddof)
-    imp = implied(p, train, chaining=chaining)
-    out = real & ~imp
-    n_real = int(real.sum())
-    return Unimplied(count=int(out.sum()), realised=n_real, implied=int(imp.sum()),
-                     share=float(out.sum() / n_real) if n_real else float("nan"), mask=out)
 
 
 def impermissible_gaps(E: np.ndarray, train: np.ndarray | list[int],

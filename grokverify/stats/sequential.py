@@ -170,24 +170,6 @@ def nominal_levels(information_fractions: Sequence[float], alpha: float = 0.05,
     return list(_nominal_levels_cached(t, float(alpha), str(kind)))
 
 
-def crossing_probabilities(information_fractions: Sequence[float],
-                           levels: Sequence[float]) -> list[float]:
-    """Cumulative null probability of crossing by each look, for given nominal two-sided
-    levels (the inverse of `nominal_levels`; used to check published boundaries)."""
-    t = _check_fractions(information_fractions)
-    if len(levels) != len(t):
-        raise ValueError("one level per look")
-    state = _Continuation()
-    out: list[float] = []
-    total = 0.0
-    for tk, a in zip(t, levels, strict=True):
-        b = float(sps.norm.isf(a / 2.0)) * math.sqrt(tk)
-        total += state.cross(tk, b)
-        out.append(total)
-        state.advance(tk, b)
-    return out
-
-
 # ---------------------------------------------------------------- the looks of a claim
 
 

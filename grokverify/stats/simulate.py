@@ -145,18 +145,6 @@ def two_arm_times(rng: np.random.Generator, n: int | tuple[int, int], base_media
     return out
 
 
-def null_two_arm(rng: np.random.Generator, n: int, base_median: float, **kw: object,
-                 ) -> dict[str, ArmSample]:
-    """Two arms from the same distribution (true ratio 1)."""
-    return two_arm_times(rng, n, base_median, 1.0, **kw)  # type: ignore[arg-type]
-
-
-def alternative_two_arm(rng: np.random.Generator, n: int, base_median: float, ratio: float,
-                        **kw: object) -> dict[str, ArmSample]:
-    """Two arms whose true medians differ by a known ratio (treated / baseline)."""
-    return two_arm_times(rng, n, base_median, ratio, **kw)  # type: ignore[arg-type]
-
-
 def true_median_ratio(base_median: float, ratio: float, eval_interval: float | None = None,
                       budget: float = math.inf) -> float:
     """True ratio of the observed arms' medians (after rounding; NaN if a median is beyond the
