@@ -1,10 +1,16 @@
-"""Files written whole or not at all: a temporary file in the same directory, renamed into place."""
+"""Files written whole or not at all: a temporary file in the same directory, renamed into place;
+blocks that Ctrl-C or SIGTERM cannot cut in two."""
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 
 def _umask() -> int:
@@ -43,3 +49,26 @@ def probe_writable(folder: Path) -> None:
     fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe.")
     os.close(fd)
     os.unlink(probe)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends, then deliver them to the handlers they
+    would have reached: a record written is logged and its lock released, or neither happens.
+    Off the main thread (where handlers cannot be set) it holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)

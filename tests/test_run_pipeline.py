@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from rich.console import Console
 
 from grokverify.claim.load import LoadedClaim, load_claim
 from grokverify.claim.yamlio import SpecError
-from grokverify.cli import main
+from grokverify.cli import Terminated, _raise_terminated, main
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.models import DataShape
 from grokverify.run.pipeline import (
@@ -26,7 +28,7 @@ from grokverify.run.pipeline import (
     run_claims,
     scale_flops,
 )
-from grokverify.store import Store, StoreError
+from grokverify.store import Store, StoreError, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -228,6 +230,30 @@ def test_an_interrupted_run_whose_fsync_fails_still_stops_as_interrupted(
     with pytest.raises(KeyboardInterrupt):
         run_claims([load_claim(tiny_claim)], _opts(tmp_path, chunk_size=1), console)
     assert "disk on fire" in console.export_text()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_between_writing_and_logging_a_record_leaves_the_store_sound(
+        signum: int, tiny_claim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM) landing after a record's file is written but before its log line:
+    the line and the lock's release still happen, then the run stops; `verify` finds nothing."""
+    real_log = Store._log
+
+    def signal_then_log(self: Store, entry: dict[str, Any]) -> None:
+        os.kill(os.getpid(), signum)
+        real_log(self, entry)
+
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    monkeypatch.setattr(Store, "_log", signal_then_log)
+    try:
+        with pytest.raises((KeyboardInterrupt, Terminated)):
+            run_claims([load_claim(tiny_claim)], _opts(tmp_path, chunk_size=1), QUIET)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    store = Store(tmp_path / "store")
+    report = verify(store)
+    assert report.ok == 1 and report.findings == []
+    assert not list((tmp_path / "store" / "locks").glob("*.lock"))
 
 
 # ---------------------------------------------------------------- paper scales on a CPU

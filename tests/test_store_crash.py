@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from storedata import run_cli
 
+from grokverify.atomic import signals_deferred
 from grokverify.cli import main
 from grokverify.store import Store, StoreError, verify
 
@@ -195,3 +196,17 @@ def test_a_record_that_does_not_read_back_sound_stops_the_run(
     monkeypatch.setattr(Store, "put", put_then_damage)
     code, out = run_cli(tmp_path / "store", capsys)
     assert code == 1 and "does not read back sound" in out
+
+
+def test_a_deferred_signal_arrives_when_the_block_ends_and_handlers_are_put_back() -> None:
+    """Ctrl-C inside `signals_deferred` lets the block finish, then raises as it would have."""
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with pytest.raises(KeyboardInterrupt), signals_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("the rest of the block")
+    assert done == ["the rest of the block"]
+    assert signal.getsignal(signal.SIGINT) is before
+    with signals_deferred():  # nothing held: nothing raised
+        done.append("again")
+    assert signal.getsignal(signal.SIGINT) is before

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from grokverify.atomic import signals_deferred
 from grokverify.claim.budget import estimate
 from grokverify.claim.load import LoadedClaim
 from grokverify.report.write import write_report
@@ -71,8 +72,9 @@ class _Writer:
         paths = []
         try:
             for key, rec in zip(trial.keys, records, strict=True):
-                paths.append(self.store.put(key, rec, fsync=False))
-                self.store.unlock(key)
+                with signals_deferred():  # a Ctrl-C here would leave it unlogged and locked
+                    paths.append(self.store.put(key, rec, fsync=False))
+                    self.store.unlock(key)
         finally:  # every record written is synced, or removed when that fails
             self.queued.append(self.pool.submit(self.store.sync, paths))
         while len(self.queued) > SYNCS_QUEUED:
