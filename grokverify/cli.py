@@ -113,6 +113,15 @@ def _parser() -> argparse.ArgumentParser:
     store_sub = store.add_subparsers(dest="store_command", required=True)
     verify = store_sub.add_parser("verify", help="re-hash every record; list corrupt/orphaned")
     verify.add_argument("--store", type=Path, default=Path(".grokverify/store"))
+    pack = store_sub.add_parser("pack", help="write the store's sound records to a tar.xz")
+    pack.add_argument("archive", type=Path)
+    pack.add_argument("--store", type=Path, default=Path(".grokverify/store"))
+    pack.add_argument("--skip-in", type=Path, nargs="+", default=[], metavar="ARCHIVE",
+                      help="leave out the records these archives already hold (a later part)")
+    unpack = store_sub.add_parser("unpack", help="put the records of tar.xz archives into a "
+                                  "store, each checked")
+    unpack.add_argument("archives", type=Path, nargs="+", metavar="archive")
+    unpack.add_argument("--store", type=Path, default=Path(".grokverify/store"))
     return p
 
 
@@ -569,6 +578,34 @@ def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_store(args: argparse.Namespace, console: Console) -> int:
+    return _STORE_COMMANDS[args.store_command](args, console)
+
+
+def _cmd_store_archive(args: argparse.Namespace, console: Console) -> int:
+    """`store pack` and `store unpack` (docs/store.md, "Archives"): exit 2 on an archive or
+    store they cannot use, naming it."""
+    from grokverify.archive import pack, unpack
+    from grokverify.store import Store, StoreError
+
+    store = Store(args.store)
+    try:
+        if args.store_command == "pack":
+            if not args.store.is_dir():
+                console.print(f"[red]error:[/red] no store at {args.store}")
+                return EXIT_BAD_INPUT
+            n = pack(store, args.archive, args.skip_in)
+            size = args.archive.stat().st_size / 1e6
+            console.print(f"packed {n} record(s) into {args.archive} ({size:.1f} MB)")
+        else:
+            added, kept = unpack(args.archives, store)
+            console.print(f"unpacked {added} record(s) into {args.store} ({kept} already there)")
+    except StoreError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _cmd_store_verify(args: argparse.Namespace, console: Console) -> int:
     """`store verify`: one line per finding (its kind, where, why), then the counts; exit 1
     when anything is found (docs/store.md, "Integrity and threat model")."""
     from grokverify.store import RECORD_DAMAGE, Store, verify
@@ -587,6 +624,8 @@ def _cmd_store(args: argparse.Namespace, console: Console) -> int:
     return EXIT_RUN_FAILED if report.findings else EXIT_OK
 
 
+_STORE_COMMANDS = {"verify": _cmd_store_verify, "pack": _cmd_store_archive,
+                   "unpack": _cmd_store_archive}
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
              "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff}
 
