@@ -4,6 +4,8 @@ nothing and writing nothing to the store; seeds the store lacks are named."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,32 @@ def test_claims_rebuilt_side_by_side_equal_one_by_one(tmp_path: Path, no_trainin
         got[workers] = {d.claim_id: _comparable(json.loads(d.result_json.read_text()))
                         for d in done if d.result_json is not None}
     assert got[1] == got[2] and set(got[2]) == {"tiny", "tiny_twin"}
+
+
+
+WORKER_SIGNALS = """
+import signal, sys
+from grokverify.cli import _raise_terminated
+from grokverify.run.rebuild import worker_pool
+
+def handlers(_):
+    return (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _raise_terminated)  # as the CLI runs
+    with worker_pool(sys.argv[1], 2) as pool:
+        print(set(pool.map(handlers, range(4))))
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_rebuild_workers_leave_signals_to_the_parent(method: str, tmp_path: Path) -> None:
+    """A worker forked with the CLI's SIGTERM handler would print a traceback when the pool
+    ends it (`Pool.terminate`): workers ignore Ctrl-C (the parent has it) and die at SIGTERM."""
+    script = tmp_path / "workers.py"
+    script.write_text(WORKER_SIGNALS)
+    proc = subprocess.run([sys.executable, str(script), method], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "{(True, True)}"

@@ -10,7 +10,9 @@ most of the time: a library's 137 figures took ~40 s on one core).
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.pool
 import os
+import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,17 @@ def rebuild_one(loaded: LoadedClaim, opts: RunOptions, console: Console) -> Rebu
                    seeds=run.reused)
 
 
+def _quiet_worker() -> None:
+    """A worker leaves Ctrl-C to the parent and dies at the pool's SIGTERM as a process does,
+    not through the CLI's handler it was forked with (a traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def worker_pool(method: str, workers: int) -> multiprocessing.pool.Pool:
+    return multiprocessing.get_context(method).Pool(workers, initializer=_quiet_worker)
+
+
 def _in_worker(job: tuple[LoadedClaim, RunOptions]) -> Rebuilt:
     return rebuild_one(*job, Console())  # to stdout, as the parent's console prints
 
@@ -62,7 +75,7 @@ def rebuild_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console
     # other threads (a test runner's, Ray's) can leave a child holding a lock no one releases:
     # then spawn fresh interpreters (a few seconds more)
     method = "fork" if threading.active_count() == 1 else "spawn"
-    with multiprocessing.get_context(method).Pool(workers) as pool:
+    with worker_pool(method, workers) as pool:
         done = pool.map(_in_worker, [(claims[i], opts) for i in order], chunksize=1)
     out: list[Rebuilt | None] = [None] * len(claims)
     for i, rebuilt in zip(order, done, strict=True):
