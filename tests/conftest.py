@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,6 +240,17 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Ctrl-C raising KeyboardInterrupt in this process, as in a terminal, also where the
+    runner was started ignoring SIGINT (a background job: Python then keeps ignoring it)."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 # ---------------------------------------------------------------- engine

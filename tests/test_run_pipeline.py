@@ -234,7 +234,8 @@ def test_an_interrupted_run_whose_fsync_fails_still_stops_as_interrupted(
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_between_writing_and_logging_a_record_leaves_the_store_sound(
-        signum: int, tiny_claim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        signum: int, tiny_claim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        python_sigint: None) -> None:
     """Ctrl-C (or SIGTERM) landing after a record's file is written but before its log line:
     the line and the lock's release still happen, then the run stops; `verify` finds nothing."""
     real_log = Store._log

@@ -198,7 +198,8 @@ def test_a_record_that_does_not_read_back_sound_stops_the_run(
     assert code == 1 and "does not read back sound" in out
 
 
-def test_a_deferred_signal_arrives_when_the_block_ends_and_handlers_are_put_back() -> None:
+def test_a_deferred_signal_arrives_when_the_block_ends_and_handlers_are_put_back(
+        python_sigint: None) -> None:
     """Ctrl-C inside `signals_deferred` lets the block finish, then raises as it would have."""
     before = signal.getsignal(signal.SIGINT)
     done = []
