@@ -4,6 +4,7 @@ the reference store travels with the repository (docs/store.md, "Archives")."""
 from __future__ import annotations
 
 import io
+import json
 import lzma
 import re
 import tarfile
@@ -58,7 +59,7 @@ def pack(store: Store, out: Path, skip: Iterable[Path] = ()) -> int:
             if rec is None:
                 raise ArchiveError(f"{path}: {why}; `grokverify store verify` lists what is "
                                    f"damaged")
-            data = path.read_bytes()
+            data = json.dumps(rec, sort_keys=True).encode()  # its bytes: judge_record checks
             info = tarfile.TarInfo(f"records/{path.parent.name}/{path.name}")
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))
