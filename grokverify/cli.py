@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from grokverify.claim.load import LoadedClaim
     from grokverify.run.outcome import ClaimRun, RunOptions
     from grokverify.stats.base import CriterionResult
+    from grokverify.store import Store
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM
@@ -581,27 +582,46 @@ def _cmd_store(args: argparse.Namespace, console: Console) -> int:
     return _STORE_COMMANDS[args.store_command](args, console)
 
 
-def _cmd_store_archive(args: argparse.Namespace, console: Console) -> int:
-    """`store pack` and `store unpack` (docs/store.md, "Archives"): exit 2 on an archive or
-    store they cannot use, naming it."""
-    from grokverify.archive import pack, unpack
-    from grokverify.store import Store, StoreError
+_StoreCommand = Callable[[argparse.Namespace, "Store", Console], int]
 
-    store = Store(args.store)
-    try:
-        if args.store_command == "pack":
-            if not args.store.is_dir():
-                console.print(f"[red]error:[/red] no store at {args.store}")
-                return EXIT_BAD_INPUT
-            n = pack(store, args.archive, args.skip_in)
-            size = args.archive.stat().st_size / 1e6
-            console.print(f"packed {n} record(s) into {args.archive} ({size:.1f} MB)")
-        else:
-            added, kept = unpack(args.archives, store)
-            console.print(f"unpacked {added} record(s) into {args.store} ({kept} already there)")
-    except StoreError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
+
+def _archive_errors(command: _StoreCommand) -> Callable[[argparse.Namespace, Console], int]:
+    """Run a `store pack`/`store unpack` body; an archive or store it cannot use exits 2,
+    named (docs/store.md, "Archives")."""
+
+    def run(args: argparse.Namespace, console: Console) -> int:
+        from grokverify.store import Store, StoreError
+
+        try:
+            return command(args, Store(args.store), console)
+        except StoreError as exc:
+            console.print(f"[red]error:[/red] {escape(str(exc))}")
+            return EXIT_BAD_INPUT
+
+    return run
+
+
+@_archive_errors
+def _cmd_store_pack(args: argparse.Namespace, store: Store, console: Console) -> int:
+    """`store pack`: the store's sound records, less those in --skip-in parts, into one archive."""
+    from grokverify.archive import pack
+
+    if not args.store.is_dir():
+        console.print(f"[red]error:[/red] no store at {args.store}")
         return EXIT_BAD_INPUT
+    n = pack(store, args.archive, args.skip_in)
+    size = args.archive.stat().st_size / 1e6
+    console.print(f"packed {n} record(s) into {args.archive} ({size:.1f} MB)")
+    return EXIT_OK
+
+
+@_archive_errors
+def _cmd_store_unpack(args: argparse.Namespace, store: Store, console: Console) -> int:
+    """`store unpack`: every part's records into the store, each checked and logged."""
+    from grokverify.archive import unpack
+
+    added, kept = unpack(args.archives, store)
+    console.print(f"unpacked {added} record(s) into {args.store} ({kept} already there)")
     return EXIT_OK
 
 
@@ -624,8 +644,8 @@ def _cmd_store_verify(args: argparse.Namespace, console: Console) -> int:
     return EXIT_RUN_FAILED if report.findings else EXIT_OK
 
 
-_STORE_COMMANDS = {"verify": _cmd_store_verify, "pack": _cmd_store_archive,
-                   "unpack": _cmd_store_archive}
+_STORE_COMMANDS = {"verify": _cmd_store_verify, "pack": _cmd_store_pack,
+                   "unpack": _cmd_store_unpack}
 _COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
              "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff}
 
