@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 128 + signal.SIGINT, 128 + signal.SIGTERM
 _VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "PARTIAL": "bold yellow",
-                  "INCONCLUSIVE": "bold yellow", "FINDING": "bold cyan"}
+                  "INCONCLUSIVE": "bold yellow", "FINDING": "bold cyan",
+                  "NOT TESTED": "bold magenta"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -517,7 +518,23 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         arms, scales = len(loaded.claim.arms), ", ".join(loaded.claim.scales)
         console.print(f"[green]ok[/green] {path}: {loaded.claim.id} ({arms} "
                       f"arm{'s' if arms != 1 else ''}; scales {scales})")
+        _print_checks(loaded, console)
     return EXIT_BAD_INPUT if failed else EXIT_OK
+
+
+def _print_checks(loaded: LoadedClaim, console: Console) -> None:
+    """The checks a claim declares, and the built-in ones that apply and it does not declare."""
+    from grokverify.claim.checks import undeclared
+
+    claim = loaded.claim
+    declared = ", ".join(sorted({c.kind for c in claim.checks})) or "none"
+    console.print(f"  checks declared: {declared}", markup=False, highlight=False)
+    for name, why in undeclared(claim, [e for *_, e in loaded.experiments()]).items():
+        console.print(f"  check {name} applies and is not declared: {why}", markup=False,
+                      highlight=False)
+    if claim.interpretation is None:
+        console.print("  no interpretation: the report cannot say what its verdict means",
+                      markup=False, highlight=False)
 
 
 def _cmd_schema(args: argparse.Namespace, console: Console) -> int:

@@ -351,3 +351,20 @@ def test_member_notes_say_why_an_inconclusive_member_has_no_say() -> None:
 def test_combine_names_what_a_family_can_claim() -> None:
     with pytest.raises(ValueError, match="a family claims 'all' or 'any', not 'each'"):
         combine({"a": _result(0.001, 0.99)}, "holm", "each")
+
+
+def test_a_not_tested_member_makes_the_family_not_tested_unless_left_out() -> None:
+    results = {"a": _result(0.001, 0.99), "b": _result(0.001, 0.99, Verdict.NOT_TESTED),
+               "c": _result(0.002, 0.99)}
+    fam = combine(results, "holm", "all")
+    assert fam.verdict == Verdict.NOT_TESTED and "checks of b failed" in fam.reason
+    assert [m.verdict for m in fam.members] == [Verdict.SUPPORTED, Verdict.NOT_TESTED,
+                                                Verdict.SUPPORTED]
+    left = combine(results, "holm", "all", "leave_out")
+    assert left.verdict == Verdict.SUPPORTED and "Left out as not tested" in left.reason
+    assert [m.member for m in left.members] == ["a", "b", "c"]
+    assert left.members[1].verdict == Verdict.NOT_TESTED
+    untested = {n: _result(0.001, 0.99, Verdict.NOT_TESTED) for n in "ab"}
+    assert combine(untested, "holm", "any", "leave_out").verdict == Verdict.NOT_TESTED
+    with pytest.raises(ValueError, match="not_tested' or 'leave_out"):
+        combine(results, "holm", "all", "drop")

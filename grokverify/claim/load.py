@@ -157,6 +157,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
                                     dotted(("criterion", *where)),
                                     f"criterion refers to arm {arm!r}, which does not exist; "
                                     f"arms are {sorted(claim.arms)}"))
+    problems += _check_arm_problems(claim, file, lines)
     if problems:
         raise SpecError(problems)
     member_names = list(claim.family.members) if claim.family else [SINGLE]
@@ -179,7 +180,7 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
         raise SpecError(problems)
     loaded = LoadedClaim(claim, path, by_scale, lines)
     problems += (_curve_problems(claim, by_scale, file, lines) + _batch_problems(loaded)
-                 + _zero_step_problems(loaded))
+                 + _zero_step_problems(loaded) + _check_measure_problems(loaded))
     if not problems and limits is not None:
         problems += check(loaded, limits)
     if problems:
@@ -408,6 +409,28 @@ def _curve_problems(claim: Claim, by_scale: dict[str, MemberArms], file: str,
             path = (*where, key)
             problems.append(Problem(file, lines.line_of(path), dotted(path),
                                     message + ", ".join(known)))
+    return problems
+
+
+def _check_arm_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    return [Problem(file, lines.line_of(("checks", i, "arm")), dotted(("checks", i, "arm")),
+                    f"no arm named {spec.arm!r}; arms are {sorted(claim.arms)}")
+            for i, spec in enumerate(claim.checks)
+            if spec.arm is not None and spec.arm not in claim.arms]
+
+
+def _check_measure_problems(loaded: LoadedClaim) -> list[Problem]:
+    """A check must be able to measure every arm it reads, at every scale and member."""
+    problems: list[Problem] = []
+    for i, spec in enumerate(loaded.claim.checks):
+        for scale, member, arm, exp in loaded.experiments():
+            why = spec.cannot_measure(exp) if spec.arm in (None, arm) else None
+            if why:
+                where = f" (arm {arm!r}" + (f", member {member!r}" if member else "") + \
+                    f", scale {scale!r})"
+                problems.append(Problem(str(loaded.path), loaded.lines.line_of(("checks", i)),
+                                        dotted(("checks", i)), why + where))
+                break
     return problems
 
 

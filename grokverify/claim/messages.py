@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from grokverify.claim.base import did_you_mean, kind_of
 from grokverify.claim.metrics import MetricSpec
 from grokverify.claim.yamlio import LineMap, Path_, Problem, dotted
-from grokverify.kinds import CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES
+from grokverify.kinds import CHECKS, CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES
 
 
 def source_of(lines: LineMap, sources: list[Path_], field: Path_) -> Path_:
@@ -173,7 +173,8 @@ def _number_hint(got: Any) -> str:
     return ""
 
 
-_BY_FIELD = {"probes": PROBES, "interventions": INTERVENTIONS, "metric": METRICS}
+_BY_FIELD = {"probes": PROBES, "interventions": INTERVENTIONS, "metric": METRICS,
+             "checks": CHECKS}
 
 
 def _tag_registry(tag_key: str, path: Path_) -> tuple[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from grokverify.claim.base import Float, Id, Int, Name, StrictModel
+from grokverify.claim.checks import AnyCheck
 from grokverify.claim.criteria import AnyMetric
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.claim.grid import GridSpec
@@ -99,6 +100,11 @@ class FamilySpec(StrictModel):
                              "setting needs no family: put its settings in base")
         return members
 
+    untested: Literal["not_tested", "leave_out"] = Field(
+        "not_tested", description="a member whose checks fail: not_tested makes the family NOT "
+                                  "TESTED; leave_out judges the family on the tested members "
+                                  "(and names those left out)")
+
     trend: TrendSpec | None = Field(None, description=(
         "a trend fitted through the members' estimates (an open question's answer)"))
 
@@ -107,6 +113,58 @@ class FamilySpec(StrictModel):
         if self.trend is not None and sorted(self.trend.x) != sorted(self.members):
             raise ValueError(f"trend.x must give every member its x, and no other: members "
                              f"{sorted(self.members)}, trend.x {sorted(self.trend.x)}")
+        return self
+
+
+Side = Literal["paper", "critic", "neither"]
+
+
+_SIDE_WORDS = {"paper": "the paper's account", "critic": "its critic's account",
+               "neither": "neither account"}
+_MEANS_FIELD = {"SUPPORTED": "supported", "REFUTED": "refuted", "INCONCLUSIVE": "inconclusive",
+                "PARTIAL": "inconclusive", "NOT TESTED": "not_tested", "FINDING": "finding"}
+NOT_TESTED_MEANS = ("The run did not realise the regime the claim is about (see the failed "
+                    "check), so it says nothing for or against the source.")
+
+
+class FavoursSpec(StrictModel):
+    """Which account each verdict favours: the paper's, its critic's (a referee's or a
+    skeptic's), or neither."""
+
+    supported: Side
+    refuted: Side
+
+
+class InterpretationSpec(StrictModel):
+    """What each verdict would mean for the source's question, written before the run; the
+    report prints the sentence that applies under its verdict line."""
+
+    supported: str | None = Field(None, min_length=1, description="what SUPPORTED would mean")
+    refuted: str | None = Field(None, min_length=1, description="what REFUTED would mean")
+    inconclusive: str | None = Field(None, min_length=1,
+                                     description="what INCONCLUSIVE (or PARTIAL) would mean")
+    not_tested: str | None = Field(None, min_length=1,
+                                   description="what NOT TESTED would mean (default: the run "
+                                               "did not realise the claim's regime)")
+    finding: str | None = Field(None, min_length=1,
+                                description="an open question: what its estimates answer")
+    favours: FavoursSpec | None = Field(None, description="the side each verdict favours")
+
+    def meaning(self, verdict: str) -> str | None:
+        """The sentence that applies under `verdict` (a Verdict's value), with the side it
+        favours; None where the claim wrote none for it."""
+        field = _MEANS_FIELD[verdict]
+        words = getattr(self, field) or (NOT_TESTED_MEANS if field == "not_tested" else None)
+        side = getattr(self.favours, field, None) if self.favours else None
+        if words and side:
+            words += f" (favours {_SIDE_WORDS[side]})"
+        return words
+
+    @model_validator(mode="after")
+    def _says_something(self) -> InterpretationSpec:
+        if not any((self.supported, self.refuted, self.inconclusive, self.not_tested,
+                    self.finding)):
+            raise ValueError("an interpretation says what at least one verdict would mean")
         return self
 
 
@@ -129,6 +187,11 @@ class Claim(StrictModel):
     grid: GridSpec | None = Field(
         None, description="a sweep over one or two settings, expanded into named arms or "
                           "family members (grokverify.claim.grid)")
+    checks: list[AnyCheck] = Field(
+        default_factory=list, description="validity checks read off the records: any that "
+                                          "fails makes the verdict NOT TESTED")
+    interpretation: InterpretationSpec | None = Field(
+        None, description="what each verdict would mean for the source's question")
     notes: str = ""
 
     @field_validator("scales")

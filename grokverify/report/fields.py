@@ -15,7 +15,17 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from grokverify.claim.models import ROLE_WORDS
-from grokverify.kinds import CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES, SPLITS, TASKS, Kind
+from grokverify.kinds import (
+    CHECKS,
+    CRITERIA,
+    INTERVENTIONS,
+    METRICS,
+    MODELS,
+    PROBES,
+    SPLITS,
+    TASKS,
+    Kind,
+)
 
 REGENERATE = "grokverify schema --format markdown > docs/claims.md"
 
@@ -28,6 +38,7 @@ KIND_SECTIONS: tuple[tuple[str, Kind[type], str], ...] = (
     ("Interventions", INTERVENTIONS, "base.interventions[].name"),
     ("Metrics", METRICS, "metric.name"),
     ("Criteria", CRITERIA, "criterion.name"),
+    ("Validity checks", CHECKS, "checks[].kind"),
 )
 
 INTRO = f"""\

@@ -41,6 +41,7 @@ thead th{background:#e8e8e8}#verdicts thead th{cursor:pointer;user-select:none}
 td.v,span.v{font-weight:700;white-space:nowrap}
 .v-SUPPORTED{background:#d7f0d7}.v-REFUTED{background:#f6d2d2}
 .v-INCONCLUSIVE,.v-PARTIAL{background:#f8ecc4}.v-FINDING{background:#d4e8f4}
+.v-NOT_TESTED{background:#e0e0e0}
 blockquote{margin:.6rem 0;padding:.2rem .8rem;border-left:4px solid #888;background:#f4f4f4}
 section.not-paper blockquote:first-of-type{border-left:6px solid #b00;background:#fbeaea}
 code{font:.85em ui-monospace,monospace;background:#f0f0f0;padding:0 .2em;word-break:break-all}
@@ -117,8 +118,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
             if column == "claim":
                 inner = (f'<a href="#{_anchor(row["id"])}">{inner}</a><br>'
                          f"<small>{escape(row['title'])}</small>")
-            cls = f' class="v v-{escape(row["verdict"], quote=True)}"' if column == "verdict" \
-                else ""
+            css = row["verdict"].replace(" ", "_")
+            cls = f' class="v v-{escape(css, quote=True)}"' if column == "verdict" else ""
             tds.append(f'<td{cls} data-sort="{escape(_sort_value(key), quote=True)}">{inner}</td>')
         body.append(f'<tr data-paper="{escape(row["arxiv"], quote=True)}" '
                     f'data-verdict="{escape(row["verdict"], quote=True)}">{"".join(tds)}</tr>')

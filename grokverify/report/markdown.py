@@ -338,9 +338,11 @@ def claim_lines(res: dict[str, Any]) -> list[str]:
     head of report.md, and of each claim's section in a suite's index (report/suite_md.py)."""
     claim = res["claim"]
     src = claim["source"]
+    meaning = res.get("meaning")
     return [
         f"**Verdict: {res['verdict']}** — {text(res['reason'])}",
         "",
+        *([f"**What it means:** {text(meaning)}", ""] if meaning else []),
         _scale_banner(res["scale"]),
         "",
         *_data_banner(res.get("data", [])),
@@ -368,6 +370,21 @@ def result_lines(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def check_lines(checks: list[dict[str, Any]] | None) -> list[str]:
+    """The validity checks, each with its measured value: what shows the test could test."""
+    if not checks:
+        return ["", "### Validity checks", "", "None declared: nothing shows that the run "
+                "realised the claim's regime (docs/verdicts.md, \"NOT TESTED and validity "
+                "checks\").", ""]
+    rows = [f"| {text(c['check'])} | {text(c['arm'])} | {text(c['what'])} | "
+            f"{number(c['measured'])} | {text(c['needed'])} | "
+            f"{'pass' if c['passes'] else '**FAIL**'} | {text(c.get('why') or '')} |"
+            for c in checks]
+    return ["", "### Validity checks", "",
+            "| check | arm | measures | measured | needed | result | why |",
+            "|---|---|---|---|---|---|---|", *rows, ""]
+
+
 def figure_caption(name: str, captions: dict[str, str] | None = None) -> str:
     """The caption of a figure result.json names: its own (`figure_captions`), else its name's
     default, else the name."""
@@ -389,6 +406,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         "## Result",
         "",
         *result_lines(res),
+        *check_lines(res.get("checks")),
         *_pairs(res),
         *figure_lines(res.get("figures", {}), res.get("figure_captions")),
         "## Reasoning",

@@ -12,6 +12,7 @@ from typing import Any
 from grokverify.claim.load import SINGLE, LoadedClaim
 from grokverify.run.trials import ArmPlan
 from grokverify.stats.base import ArmSample, CriterionResult, Verdict
+from grokverify.stats.checks import CheckResult
 from grokverify.stats.family import FamilyResult
 from grokverify.stats.sequential import Rounds
 
@@ -49,6 +50,7 @@ class ClaimRun:
     results: dict[str, CriterionResult] = field(default_factory=dict)  # member -> result
     samples: dict[str, dict[str, ArmSample]] = field(default_factory=dict)  # member -> arm -> ...
     family: FamilyResult | None = None
+    checks: dict[str, list[CheckResult]] = field(default_factory=dict)  # member -> its checks
     rounds: list[dict[str, Any]] = field(default_factory=list)
     report_dir: Path | None = None
     wall_s: float = 0.0

@@ -24,6 +24,7 @@ from grokverify.run.outcome import ClaimRun, RunOptions
 from grokverify.run.trials import Trial, pending_trials, plan_arms, spread
 from grokverify.stats.arms import arm_sample
 from grokverify.stats.base import judge
+from grokverify.stats.checks import not_tested, run_checks
 from grokverify.stats.family import combine
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.stats.trend import fit_trend
@@ -268,6 +269,7 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> list[list[dict[str, Any]
     extra = claim.criterion.metrics_needed()
     run.samples = {}
     read = []
+    checked: dict[str, dict[str, tuple[Any, list[dict[str, Any]]]]] = {}
     for plan in run.plans:
         records = [store.get(k) for k in plan.keys]
         missing = [s for s, r in zip(plan.seeds, records, strict=True) if r is None]
@@ -276,11 +278,14 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> list[list[dict[str, Any]
                                  f"for seeds {missing}")
         sample = arm_sample(plan.arm, records, claim.metric, extra)  # type: ignore[arg-type]
         run.samples.setdefault(plan.member, {})[plan.arm] = sample
+        checked.setdefault(plan.member, {})[plan.arm] = (plan.experiment, records)
         read.append(records)
-    run.results = {member: judge(params, samples)
+    run.checks = {member: run_checks(claim.checks, member, arms)
+                  for member, arms in checked.items()}
+    run.results = {member: not_tested(judge(params, samples), run.checks[member])
                    for member, samples in run.samples.items()}
-    run.family = (combine(run.results, claim.family.correction, claim.family.claims)
-                  if claim.family else None)
+    run.family = (combine(run.results, claim.family.correction, claim.family.claims,
+                          claim.family.untested) if claim.family else None)
     if run.family is not None and claim.family and claim.family.trend:
         trend = claim.family.trend
         run.family.trend = fit_trend(

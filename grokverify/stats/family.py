@@ -149,16 +149,52 @@ def _findings(results: dict[str, CriterionResult], claims: str, correction: str,
     return FamilyResult(claims, correction, alpha, members, Verdict.FINDING, reason)
 
 
+def _untested(results: dict[str, CriterionResult], claims: str, correction: str,
+              alpha: float, untested: str) -> FamilyResult | None:
+    """The family when members are NOT TESTED: NOT TESTED (``not_tested``, or every member
+    untested), else None and the tested members are judged alone (``leave_out``)."""
+    names = [n for n, r in results.items() if r.verdict == Verdict.NOT_TESTED]
+    if not names or (untested == "leave_out" and len(names) < len(results)):
+        return None
+    members = [MemberVerdict(n, r, r.p_support, r.p_refute, None, None, r.verdict)
+               for n, r in results.items()]
+    return FamilyResult(claims, correction, alpha, members, Verdict.NOT_TESTED,
+                        f"Not tested: the checks of {', '.join(names)} failed (see each "
+                        f"member's reason), and a family with an untested member is not tested "
+                        f"(untested: {untested}).")
+
+
 def combine(results: dict[str, CriterionResult], correction: str,
-            claims: str = "all") -> FamilyResult:
-    """The family's verdict from its members' results, by what it claims (all | any)."""
+            claims: str = "all", untested: str = "not_tested") -> FamilyResult:
+    """The family's verdict from its members' results, by what it claims (all | any); members
+    whose checks failed count by `untested` (not_tested | leave_out)."""
     if claims not in _RULES:
         raise ValueError(f"a family claims 'all' or 'any', not {claims!r}")
-    correct_support, rule = _RULES[claims]
+    if untested not in ("not_tested", "leave_out"):
+        raise ValueError(f"untested members are 'not_tested' or 'leave_out', not {untested!r}")
     names = list(results)
     alpha = (1.0 - results[names[0]].ci_level) / 2.0
     if any(r.verdict == Verdict.FINDING for r in results.values()):
         return _findings(results, claims, correction, alpha)
+    if (whole := _untested(results, claims, correction, alpha, untested)) is not None:
+        return whole
+    left_out = [n for n in names if results[n].verdict == Verdict.NOT_TESTED]
+    family = _judge(results={n: results[n] for n in names if n not in left_out},
+                    correction=correction, claims=claims, alpha=alpha)
+    if left_out:
+        family.members += [MemberVerdict(n, results[n], results[n].p_support,
+                                         results[n].p_refute, None, None, Verdict.NOT_TESTED)
+                           for n in left_out]
+        family.members.sort(key=lambda m: names.index(m.member))
+        family.reason += (f" Left out as not tested (untested: leave_out): "
+                          f"{', '.join(left_out)}.")
+    return family
+
+
+def _judge(results: dict[str, CriterionResult], correction: str, claims: str,
+           alpha: float) -> FamilyResult:
+    correct_support, rule = _RULES[claims]
+    names = list(results)
     p_s = [results[n].p_support for n in names]
     p_r = [results[n].p_refute for n in names]
     adj_s = _adjust(p_s, correction, alpha) if correct_support else list(p_s)

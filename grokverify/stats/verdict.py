@@ -20,6 +20,7 @@ class Verdict(str, enum.Enum):
     PARTIAL = "PARTIAL"
     INCONCLUSIVE = "INCONCLUSIVE"
     FINDING = "FINDING"  # an open question's estimates: nothing claimed, nothing judged
+    NOT_TESTED = "NOT TESTED"  # a validity check failed: the run did not test the claim
 
 
 def decide(

@@ -1,0 +1,126 @@
+"""Validity checks measured from records, and the NOT TESTED verdict a failed one gives."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from conftest import seed_result
+from grokverify.claim.checks import (
+    EventShareSpec,
+    ProbeResolutionSpec,
+    RareValueCoverageSpec,
+    ValueWithinSpec,
+)
+from grokverify.claim.tasks import TaskSpec
+from grokverify.stats.base import CriterionResult
+from grokverify.stats.checks import (
+    event_share,
+    not_tested,
+    probe_resolution,
+    rare_value_coverage,
+    run_checks,
+    value_within,
+)
+from grokverify.stats.verdict import Verdict
+
+
+def _record(seed: int = 0, curves: Any = None, **summary: Any) -> dict[str, Any]:
+    result = seed_result(curves, **summary)
+    result["seed"] = result["summary"]["seed"] = seed
+    return {"result": result}
+
+
+class _Exp:
+    def __init__(self, task: Any = None) -> None:
+        self.task = task
+
+
+def test_event_share_counts_the_seeds_that_reach_the_event() -> None:
+    records = [_record(val_step=100), _record(val_step=None), _record(val_step=300),
+               _record(val_step=None, train_step=50)]
+    spec = EventShareSpec(kind="event_share", event="generalise", at_least=0.6)
+    assert event_share(spec, records, _Exp()) == 0.5
+    assert not spec.passes(0.5) and spec.passes(0.6)
+    fit = EventShareSpec(kind="event_share", event="fit", at_most=0.3)
+    assert event_share(fit, records, _Exp()) == 0.25 and fit.passes(0.25)
+
+
+def test_value_within_reads_the_median_first_or_last_value() -> None:
+    records = [_record(curves={"c": ([0, 10, 20], [None, 2.0, 5.0])}),
+               _record(curves={"c": ([0, 10, 20], [4.0, 1.0, 3.0])}),
+               _record(curves={"c": ([0, 10], [6.0, 9.0])})]
+    first = ValueWithinSpec(kind="value_within", curve="c", at="first", at_most=4.5)
+    last = ValueWithinSpec(kind="value_within", curve="c", at="last", at_least=6.0)
+    assert value_within(first, records, _Exp()) == 4.0  # median of 2, 4, 6
+    assert value_within(last, records, _Exp()) == 5.0  # median of 5, 3, 9
+    assert first.passes(4.0) and not last.passes(5.0)
+    assert math.isnan(value_within(first, [_record(curves={"c": ([0], [None])})], _Exp()))
+
+
+def test_probe_resolution_is_the_interval_over_the_median_event_step() -> None:
+    curve = {"p": ([0, 50, 100, 150], [1.0, 1.0, 1.0, 1.0])}
+    records = [_record(curves=curve, val_step=s) for s in (100, 200, 400)]
+    spec = ProbeResolutionSpec(kind="probe_resolution", curve="p", at_most=0.2)
+    assert probe_resolution(spec, records, _Exp()) == 0.25  # 50 / median 200
+    assert not spec.passes(0.25)
+    never = [_record(curves=curve, val_step=None)]
+    assert math.isnan(probe_resolution(spec, never, _Exp())) and not spec.passes(math.nan)
+
+
+def test_rare_value_coverage_tells_a_skewed_split_from_a_random_one() -> None:
+    spec = RareValueCoverageSpec(kind="rare_value_coverage", at_most=0.15)
+    records = [_record(seed=s) for s in range(3)]
+    skewed = TaskSpec(op="add", p=31, train_frac=0.3, split="skewed", skew=3.0)
+    mild = TaskSpec(op="add", p=31, train_frac=0.6, split="skewed", skew=3.0)
+    random = TaskSpec(op="add", p=31, train_frac=0.3)
+    starved = rare_value_coverage(spec, records, _Exp(skewed))
+    assert starved < 0.15 and spec.passes(starved)
+    # the same skew at 60% training keeps about a quarter of the rare values' pairs
+    assert rare_value_coverage(spec, records, _Exp(mild)) > 0.15
+    assert rare_value_coverage(spec, records, _Exp(random)) > 0.15
+
+
+def _criterion(verdict: Verdict = Verdict.REFUTED) -> CriterionResult:
+    return CriterionResult(
+        criterion="survival_compare", effect_label="x", estimate=1.2, ci=(1.1, 1.3),
+        ci_level=0.95, p_value=0.01, test="t", threshold=0.8, claimed_region="r",
+        verdict=verdict, reason="the CI lies above", arms=[], details={"n_boot": 9},
+        p_support=0.99, p_refute=0.001)
+
+
+def test_a_failed_check_makes_the_verdict_not_tested_and_keeps_the_criterions() -> None:
+    checks = [EventShareSpec(kind="event_share", arm="b", at_least=0.5, why="the baseline "
+                             "must generalise"),
+              EventShareSpec(kind="event_share", event="fit", at_least=1.0)]
+    arms = {"b": (_Exp(), [_record(val_step=None), _record(val_step=10)] + [_record()] * 2),
+            "t": (_Exp(), [_record(val_step=5, train_step=1)] * 4)}
+    results = run_checks(checks, "", arms)
+    assert [(r.arm, r.measured, r.passes) for r in results] == [
+        ("b", 0.25, False), ("b", 0.0, False), ("t", 1.0, True)]
+    out = not_tested(_criterion(), results)
+    assert out.verdict == Verdict.NOT_TESTED and out.verdict.value == "NOT TESTED"
+    for phrase in ("Not tested", "event_share on b: 0.25", "needed ≥ 0.5",
+                   "the baseline must generalise", "would say REFUTED"):
+        assert phrase in out.reason
+    assert out.details["verdict_if_tested"] == "REFUTED" and out.details["n_boot"] == 9
+    assert out.estimate == 1.2 and out.ci == (1.1, 1.3)
+
+
+def test_checks_that_pass_leave_the_result_alone_and_members_are_labelled() -> None:
+    checks = [EventShareSpec(kind="event_share", at_least=0.5)]
+    results = run_checks(checks, "add", {"b": (_Exp(), [_record(val_step=3)])})
+    assert results[0].arm == "add/b" and results[0].passes
+    result = _criterion(Verdict.SUPPORTED)
+    assert not_tested(result, results) is result
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({}, "needs at_least, at_most or both"),
+    ({"at_least": 0.9, "at_most": 0.1}, "exceeds at_most"),
+])
+def test_a_check_needs_bounds_in_order(fields: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        EventShareSpec(kind="event_share", **fields)
