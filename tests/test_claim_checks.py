@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from claimtext import CLAIM, assert_bad, line_no, load, validate, write
+
 from grokverify.claim.schema import NOT_TESTED_MEANS, InterpretationSpec
 
 CHECKS = """\

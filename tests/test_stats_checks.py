@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 import pytest
-
 from conftest import seed_result
+
 from grokverify.claim.checks import (
     EventShareSpec,
     ProbeResolutionSpec,
