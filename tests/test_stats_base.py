@@ -340,3 +340,24 @@ def test_a_time_arm_at_zero_and_censored_is_accepted() -> None:
     arm = ArmSample("a", [0.0, 500.0], [True, False], (0, 1))
     assert arm.values.tolist() == [0.0, 500.0] and arm.observed.tolist() == [True, False]
     assert arm.events == 1
+
+
+def test_an_interval_that_does_not_hold_decides_nothing() -> None:
+    from dataclasses import replace
+
+    from grokverify.stats.base import INTERVAL_FAILS, CriterionResult, interval_held
+
+    held = CriterionResult(
+        criterion="value", effect_label="mean of a", estimate=1.0, ci=(1.0, 1.0), ci_level=0.95,
+        p_value=None, test="t", threshold=0.9, claimed_region="r", verdict=Verdict.SUPPORTED,
+        reason="r", arms=[], details={}, p_support=0.0, p_refute=1.0)
+    assert interval_held(held) is held
+    broken = replace(held, details={INTERVAL_FAILS: "all 4 values equal 1"})
+    out = interval_held(broken)
+    assert out.verdict == Verdict.INCONCLUSIVE and out.ci == (-math.inf, math.inf)
+    assert (out.p_support, out.p_refute) == (None, None)
+    assert "does not hold for these data (all 4 values equal 1)" in out.reason
+    assert out.details["ci_computed"] == [1.0, 1.0] and out.details["p_computed"] == [0.0, 1.0]
+    assert out.details["verdict_if_interval_held"] == "SUPPORTED"
+    finding = replace(broken, verdict=Verdict.FINDING)
+    assert interval_held(finding) is finding

@@ -459,14 +459,16 @@ def test_bootstrap_ci_calls_a_vectorized_statistic_with_its_axis() -> None:
 
 def test_all_values_equal_fall_back_to_percentile() -> None:
     """All values equal: BCa is undefined, the percentile CI (the value itself) is used and the
-    details say why; a CI [5, 5] lies at or below 6 at every level (p_support 0)."""
+    details say why, and that no interval holds (`judge` then decides nothing)."""
     ci, details = bootstrap_ci((np.full(4, 5.0),), np.mean, 0.9, 200, 0, region=("less", 6.0))
     assert ci == (5.0, 5.0)
     assert details == {
         "bootstrap": UNPAIRED, "n_boot": 200, "bootstrap_seed": 0, "ci_method": "percentile",
         "bca_fallback_reason": Has("every resampled statistic equals 5 (all values equal)",
                                    "bias correction and acceleration are undefined"),
-        "p_support": 0.0, "p_refute": 1.0, "p_method": P_METHOD}
+        "p_support": 0.0, "p_refute": 1.0, "p_method": P_METHOD,
+        "interval_fails": Has("every resampled statistic equals 5", "no bootstrap interval "
+                              "holds")}
 
 
 def test_degenerate_jackknife_falls_back_to_percentile() -> None:

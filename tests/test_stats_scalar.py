@@ -258,7 +258,11 @@ def test_scalar_degenerate_falls_back_to_percentile() -> None:
     res = scalar(make_arm("b", [100] * 5), make_arm("t", [100] * 5), paired=False)
     assert res.details["ci_method"] == "percentile"
     assert "all values equal" in res.details["bca_fallback_reason"]
-    assert res.ci == (1.0, 1.0) and res.verdict == Verdict.REFUTED
+    # the CI [1, 1] would refute; a single value is no interval, so nothing is decided
+    assert res.ci == (-math.inf, math.inf) and res.verdict == Verdict.INCONCLUSIVE
+    assert res.details["ci_computed"] == [1.0, 1.0]
+    assert res.details["verdict_if_interval_held"] == "REFUTED"
+    assert "interval method does not hold" in res.reason
     # paired, the median of 5 per-pair ratios has no order-statistic CI at 95% (the sign
     # test's smallest two-sided p with 5 pairs is 1/16): unbounded, INCONCLUSIVE
     paired = scalar(make_arm("b", [100] * 5), make_arm("t", [100] * 5))
@@ -480,16 +484,19 @@ def test_paired_geometric_mean_of_ratios_is_the_bootstrap_t_of_log_ratios() -> N
 
 @pytest.mark.parametrize("direction", ["less", "greater"])
 def test_paired_mean_of_equal_differences_on_the_boundary(direction: str) -> None:
-    """Every per-pair difference equals θ (-1 for less, +1 for greater): the CI is that single
-    value, on the boundary, which belongs to the claimed region: SUPPORTED at every level
-    (p_support 0) and never outside (p_refute 1); the details say the CI is degenerate."""
+    """Every per-pair difference equals θ (-1 for less, +1 for greater): the computed CI is that
+    single value, on the boundary, which belongs to the claimed region (p_support 0, p_refute
+    1); a single value is no interval, so the verdict is INCONCLUSIVE and nothing decides."""
     step = -1.0 if direction == "less" else 1.0
     b = make_arm("b", [1.0, 2.0, 3.0, 4.0], kind="value")
     t = make_arm("t", [1.0 + step, 2.0 + step, 3.0 + step, 4.0 + step], kind="value")
     result = compare(b, t, direction=direction, effect="difference", statistic="mean",
                      min_effect=1.0, n_boot=100)
-    assert (result.estimate, result.ci, result.verdict) == (step, (step, step), Verdict.SUPPORTED)
-    assert (result.p_support, result.p_refute) == (0.0, 1.0)
+    assert (result.estimate, result.verdict) == (step, Verdict.INCONCLUSIVE)
+    assert result.details["ci_computed"] == [step, step]
+    assert result.details["verdict_if_interval_held"] == "SUPPORTED"
+    assert result.details["p_computed"] == [0.0, 1.0]
+    assert (result.p_support, result.p_refute) == (None, None)
     assert result.details["degenerate"] == DEGENERATE
     assert result.details["ci_method"] == f"{BOOT_T_METHOD}, of the per-pair effects"
     assert result.effect_label == "mean of per-seed differences (t - b)"
@@ -511,11 +518,14 @@ def test_paired_mean_p_counts_the_resamples_exactly_at_theta() -> None:
     (low, high), shares, dropped = bootstrap_t([0.0, 1.0, 2.0], 0.95, 200, 0)
     _, at, above = shares(1.0)
     assert at > 0.1  # the case this pins: many t* exactly at the boundary
-    assert result.ci == pytest.approx((low, high), rel=1e-12)
-    assert result.p_support == pytest.approx(above, abs=1e-12)
-    assert result.p_refute == pytest.approx(1 - above, abs=1e-12)
+    assert result.details["ci_computed"] == pytest.approx([low, high], rel=1e-12)
+    p_support, p_refute = result.details["p_computed"]
+    assert p_support == pytest.approx(above, abs=1e-12)
+    assert p_refute == pytest.approx(1 - above, abs=1e-12)
     assert result.details["n_dropped_resamples"] == dropped > 0
-    assert result.verdict == Verdict.INCONCLUSIVE and coherent(result)
+    # 3 seeds: a ninth of the resamples have no spread, more than α/2: the interval fails
+    assert result.details["no_spread_resamples"] > 0.025 * 200
+    assert result.verdict == Verdict.INCONCLUSIVE and result.p_support is None
 
 
 @pytest.mark.parametrize(("effect", "label", "how"), [
@@ -782,9 +792,10 @@ def test_value_mean_hand_computed() -> None:
     assert res.ci == pytest.approx(bootstrap_t([1, 2, 3, 4, 5], 0.95, 999, 5)[0], rel=1e-12)
     assert res.details["n_dropped_resamples"] == 999 - k
     assert res.details["ci_method"].startswith("bootstrap-t")
-    # all values equal: the CI is that value
+    # all values equal: the computed CI is that value, which decides nothing
     const = value(make_arm("a", [7, 7, 7]), target=7, tol=0)
-    assert const.ci == (7.0, 7.0) and const.verdict == Verdict.SUPPORTED
+    assert const.details["ci_computed"] == [7.0, 7.0] and const.verdict == Verdict.INCONCLUSIVE
+    assert const.details["verdict_if_interval_held"] == "SUPPORTED"
 
 
 # The bootstrap-t 95% CI of the mean of 1..5 (the criterion's default 2000 resamples, seed 0),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -210,6 +210,29 @@ def p_against_words(result: dict[str, Any]) -> str:
             f"boundary of the claimed region (one-sided; each decides at {alpha:.4g})")
 
 
+# A criterion's details name, under this key, why its interval method does not hold for the
+# data at hand (docs/verdicts.md, "Intervals that do not hold"); `judge` then decides nothing.
+INTERVAL_FAILS = "interval_fails"
+
+
 def judge(params: CriterionSpec, arms: dict[str, ArmSample]) -> CriterionResult:
-    """The registered criterion's statistics applied to the arms' samples."""
-    return CRITERIA.of(params)(params, arms)
+    """The registered criterion's statistics applied to the arms' samples; a result whose
+    interval method does not hold for them is INCONCLUSIVE, saying why."""
+    return interval_held(CRITERIA.of(params)(params, arms))
+
+
+def interval_held(result: CriterionResult) -> CriterionResult:
+    """`result` unless its details say its interval does not hold: then INCONCLUSIVE with an
+    unbounded CI and no p against θ (a family counts it as no evidence); the computed CI and
+    verdict are kept in details."""
+    why = result.details.get(INTERVAL_FAILS)
+    if not why or result.verdict == Verdict.FINDING:
+        return result
+    details = {**result.details, "ci_computed": list(result.ci),
+               "p_computed": [result.p_support, result.p_refute],
+               "verdict_if_interval_held": result.verdict.value}
+    reason = (f"No verdict: the interval method does not hold for these data ({why}); the "
+              f"{result.effect_label}'s point estimate is {format_number(result.estimate)}, "
+              "and more seeds or a method that holds for such data are needed.")
+    return replace(result, verdict=Verdict.INCONCLUSIVE, reason=reason,
+                   ci=(-math.inf, math.inf), p_support=None, p_refute=None, details=details)

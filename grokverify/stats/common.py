@@ -17,7 +17,7 @@ from scipy.special import ndtr, ndtri
 
 from grokverify.claim.criteria import CensoredPolicy, Statistic
 from grokverify.stats import verdict as verdict_rules
-from grokverify.stats.base import ArmSample, ArmSummary, CriterionResult, Verdict
+from grokverify.stats.base import INTERVAL_FAILS, ArmSample, ArmSummary, CriterionResult, Verdict
 
 IQM_CUT = 0.25  # rliable's interquartile mean: scipy.stats.trim_mean(x, 0.25)
 
@@ -348,6 +348,9 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
         if finite.size == dist.size and np.ptp(dist) == 0:
             why = (f"every resampled statistic equals {verdict_rules.format_number(dist[0])} "
                    "(all values equal), so BCa's bias correction and acceleration are undefined")
+            details[INTERVAL_FAILS] = (f"every resampled statistic equals "
+                                       f"{verdict_rules.format_number(dist[0])}: with no spread "
+                                       "no bootstrap interval holds, and a single value is no CI")
         else:
             why = (f"the BCa interval is undefined ({dist.size - finite.size} of {dist.size} "
                    "resampled statistics are not finite, or the jackknife is degenerate)")

@@ -27,7 +27,7 @@ from grokverify.claim.criteria import (
     expect_params,
 )
 from grokverify.stats import verdict as verdict_rules
-from grokverify.stats.base import ArmSample, CriterionResult, Verdict
+from grokverify.stats.base import INTERVAL_FAILS, ArmSample, CriterionResult, Verdict
 from grokverify.stats.common import (
     STATISTIC_WORDS,
     STATISTICS,
@@ -433,6 +433,9 @@ def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
         "n_boot": int(n_boot), "bootstrap_seed": int(seed)}
     if se == 0:
         details["degenerate"] = "all values equal: the CI is the single value"
+        details[INTERVAL_FAILS] = (f"all {n} values equal {verdict_rules.format_number(m)}: a "
+                                   "mean's interval has no spread to estimate, and a single "
+                                   "value is no CI")
         details["sides"] = lambda b: Sides(float(m < b), float(m > b), float(m <= b),
                                            float(m >= b))
         return (m, m), details
@@ -444,6 +447,15 @@ def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
         t = (mb - m) / sb
     t = t[~np.isnan(t)]
     alpha = 1.0 - ci_level
+    flat = int((sb == 0).sum())
+    if flat:
+        details["no_spread_resamples"] = flat
+    if flat > alpha / 2 * n_boot:
+        details[INTERVAL_FAILS] = (
+            f"{flat} of {n_boot} bootstrap resamples have no spread (more than α/2 = "
+            f"{verdict_rules.format_number(alpha / 2)} of them), so the bootstrap-t's "
+            "studentized ends are infinite or undefined: the values are too near constant for "
+            "this interval")
     q_lo, q_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
     details["n_dropped_resamples"] = int(n_boot - t.size)
     details["sides"] = functools.partial(_bootstrap_t_sides, np.sort(t), m, se)
