@@ -228,6 +228,13 @@ def _values1(rng: np.random.Generator, n: int, dist: str, loc: float,
     return {"arm": sim.make_arm("arm", draw(rng, n, loc, scale))}
 
 
+def _two_point(rng: np.random.Generator, n: int, low: float, high: float,
+               p_high: float) -> dict[str, ArmSample]:
+    """Near-constant values (an accuracy that is 1.0 in most seeds): all seeds often equal."""
+    values = np.where(rng.random(n) < p_high, high, low)
+    return {"arm": sim.make_arm("arm", values, kind="value")}
+
+
 def _shares(rng: np.random.Generator, n: int, share: float) -> dict[str, ArmSample]:
     return {"arm": sim.outcome_arm("arm", sim.bernoulli_outcomes(rng, n, share))}
 
@@ -533,6 +540,17 @@ def build_settings(n_boot: int) -> list[Setting]:
                 10.2, 12, True, sequential=True),
         Setting("value", "alt: mean (bootstrap-t), normal sd 0.2, mean = 10.0", va,
                 P(_values1, dist="normal", loc=10.0, scale=0.2), 10.0, 20, False),
+    ]
+    # degenerate values (docs/verdicts.md, "Intervals that do not hold"): accuracies of 0.98 or
+    # 1.0 (P 0.75), mean 0.995 on the region's low end; then every seed 1.0
+    near = {"name": "value", "arm": "arm", "target": 1.0, "tol": 0.005, "n_boot": n_boot}
+    out += [
+        Setting("value", f"degenerate: two-point {{0.98, 1}}, mean = 0.995, n {n}", near,
+                P(_two_point, low=0.98, high=1.0, p_high=0.75), 0.995, n, True)
+        for n in (4, 8)
+    ] + [
+        Setting("value", "degenerate: constant 1.0 (no interval holds)", near,
+                P(_two_point, low=1.0, high=1.0, p_high=1.0), 1.0, 8, False),
     ]
 
     # crossing: P(1) linear in x over five arms (slope 3: 0.29..0.89 around a crossing at
