@@ -592,6 +592,8 @@ def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
                f"more than {candidates[-1]} seeds per arm (none of the candidates)")
         console.print(f"{name}{args.power:.0%} power needs {rec}.")
         console.print(f"  [dim]{p.explanation}[/dim]")
+        if member in result.bounds:
+            console.print(f"  [yellow]{escape(result.bounds[member])}[/yellow]")
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from grokverify.run.trials import Trial, pending_trials, plan_arms, spread
 from grokverify.stats.arms import arm_sample
 from grokverify.stats.base import judge
 from grokverify.stats.checks import not_tested, run_checks
+from grokverify.stats.decidable import say_bound
 from grokverify.stats.family import combine
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.stats.trend import fit_trend
@@ -282,7 +283,8 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> list[list[dict[str, Any]
         read.append(records)
     run.checks = {member: run_checks(claim.checks, member, arms)
                   for member, arms in checked.items()}
-    run.results = {member: not_tested(judge(params, samples), run.checks[member])
+    run.results = {member: not_tested(say_bound(judge(params, samples), params, samples),
+                                      run.checks[member])
                    for member, samples in run.samples.items()}
     run.family = (combine(run.results, claim.family.correction, claim.family.claims,
                           claim.family.untested) if claim.family else None)

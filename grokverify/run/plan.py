@@ -9,6 +9,7 @@ from grokverify.claim.load import LoadedClaim
 from grokverify.run.trials import plan_arms
 from grokverify.stats.arms import arm_sample
 from grokverify.stats.base import ArmSample
+from grokverify.stats.decidable import budget_bound
 from grokverify.stats.power import PowerPlan, plan_seeds
 from grokverify.store import Store
 
@@ -19,6 +20,7 @@ MAX_PILOT_SEEDS = 256
 class ClaimPlan:
     pilot_seeds: int  # seeds per arm found in the store (0 without a pilot)
     members: dict[str, PowerPlan]  # "" for a claim without a family
+    bounds: dict[str, str]  # member -> why its budget bounds it short of its region
 
 
 def pilot_samples(loaded: LoadedClaim, scale: str, store: Store,
@@ -57,4 +59,6 @@ def plan_claim(loaded: LoadedClaim, scale: str, store: Store, device: str,
             loaded.claim.criterion, pilot.get(member), effect,
             candidates, target_power, n_sim, seed, budget=float(exp.training.steps),
             eval_interval=float(exp.training.eval_interval))
-    return ClaimPlan(n, plans)
+    bounds = {m: why for m in members
+              if (why := budget_bound(loaded.claim.criterion, pilot.get(m, {})))}
+    return ClaimPlan(n, plans, bounds)

@@ -1,0 +1,55 @@
+"""Whether a two-arm time claim can be decided at its budget: with the baseline's median beyond
+the budget, a ratio of medians is only bounded above by (treated median / budget), so a claim
+whose bound misses its region stays INCONCLUSIVE whatever the seeds (docs/verdicts.md,
+"Bounded by the budget")."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from grokverify.numbers import format_number
+from grokverify.stats.base import ArmSample
+from grokverify.stats.survival import km_median
+
+
+def budget_bound(params: Any, arms: dict[str, ArmSample]) -> str | None:
+    """Why the claim cannot be SUPPORTED at the arms' budget, with the budget that could
+    decide it; None when it can be (or the criterion is not a ratio of time medians)."""
+    if (getattr(params, "effect", None) != "ratio" or getattr(params, "direction", None) != "less"
+            or getattr(params, "summary", "median") != "median"
+            or not {getattr(params, "baseline", None), getattr(params, "treated", None)}
+            <= arms.keys()):
+        return None
+    base, treat = arms[params.baseline], arms[params.treated]
+    if base.kind != "time" or treat.kind != "time" or base.events == base.n:
+        return None
+    base_median = km_median(base.values, base.observed)[0]
+    treat_median = km_median(treat.values, treat.observed)[0]
+    if math.isfinite(base_median) or not math.isfinite(treat_median):
+        return None
+    budget = float(base.values[~base.observed].max())
+    bound = treat_median / budget
+    theta = float(params.threshold)
+    if bound <= theta:
+        return None
+    need = treat_median / theta
+    return (f"Bounded by the budget: {params.baseline}'s median lies beyond the budget "
+            f"({format_number(budget)} steps; {base.events} of {base.n} seeds reach the event), "
+            f"so the ratio is only known to be at most {params.treated}'s median / budget = "
+            f"{format_number(treat_median)} / {format_number(budget)} = {format_number(bound)}, "
+            f"above θ = {format_number(theta)}: no number of seeds can support the claim at this "
+            f"budget. A budget above {format_number(need)} steps (the treated median / θ, more "
+            f"for its CI) could, if {params.baseline} does not reach the event by then.")
+
+
+def say_bound(result: Any, params: Any, arms: dict[str, ArmSample]) -> Any:
+    """An INCONCLUSIVE result bounded only by the budget says so first (and in its details)."""
+    from dataclasses import replace
+
+    from grokverify.stats.verdict import Verdict
+
+    if result.verdict != Verdict.INCONCLUSIVE or not (why := budget_bound(params, arms)):
+        return result
+    return replace(result, reason=f"{why} {result.reason}",
+                   details={**result.details, "budget_bound": why})
