@@ -9,6 +9,7 @@ store and releases its locks; rerunning continues where it stopped.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -49,37 +50,22 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="train what is missing, apply the criterion, write reports")
     run.add_argument("claims", nargs="+", type=Path,
                      help="claim YAML files or folders (every *.yaml below a folder, sorted)")
-    run.add_argument("--scale", default="quick", help="scale to run (default: quick)")
     run.add_argument("--seeds", type=int, default=None, help="override the seed count")
-    run.add_argument("--store", type=Path, default=Path(".grokverify/store"),
-                     help="result store directory (default: .grokverify/store)")
     run.add_argument("--reports", type=Path, default=Path("reports"),
                      help="reports directory (default: reports)")
-    run.add_argument("--executor", choices=["ray", "local"], default="ray",
-                     help="ray (default; local Ray started on the fly) or local (in-process)")
-    run.add_argument("--address", default=None,
-                     help="existing Ray cluster: host:port, ray://host:port, or auto "
-                          "($RAY_ADDRESS, else a `ray start` on this host); without it a local "
-                          "Ray is started and RAY_ADDRESS is not used")
-    run.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    run.add_argument("--chunk-size", type=int, default=16,
-                     help="at most this many seeds per trial (default 16); fewer when fewer make "
-                          "a task of 30 s or more that batching would not speed up")
-    run.add_argument("--cpus-per-task", type=int, default=1,
-                     help="CPU threads per trial (Ray task, or the local executor's one "
-                          "process); each thread trains its own shard of the trial's seeds")
-    run.add_argument("--gpus-per-task", default="auto", metavar="auto|F",
-                     help="share of one GPU each trial asks Ray for, 0 < F <= 1; auto "
-                          "(default): the chunk's estimated memory plus a CUDA context over "
-                          "--gpu-memory, in eighths, at least 1/8, so up to 8 chunks share a GPU")
-    run.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
-                     help="memory of one of the cluster's GPUs, for --gpus-per-task auto "
-                          "(default 16: no common data-centre GPU has less)")
-    _add_data_option(run)
+    _add_training_options(run)
     run.add_argument("--dry-run", action="store_true",
                      help="check the claims, the limits and the paths, say what would be "
                           "trained, and train nothing")
-    _add_limit_options(run)
+
+    pilot = sub.add_parser("pilot", help="a few seeds of each arm, at the budget and longer: "
+                                         "each arm's regime and what a decidable run needs")
+    pilot.add_argument("claims", nargs=1, type=Path, metavar="claim", help="a claim YAML file")
+    pilot.add_argument("--seeds", type=int, default=3,
+                       help="seeds per arm (default 3); the run reuses them")
+    pilot.add_argument("--stretch", type=int, default=4,
+                       help="also train them at this many times the budget (default 4; 1: not)")
+    _add_training_options(pilot)
 
     val = sub.add_parser("validate", help="check claim files without running them")
     val.add_argument("claims", nargs="+", type=Path,
@@ -128,6 +114,36 @@ def _parser() -> argparse.ArgumentParser:
 
 
 SUITE_FORMATS = ("html", "md", "json")  # report.suite.SUITE_FILES' keys
+
+
+def _add_training_options(parser: argparse.ArgumentParser) -> None:
+    """What `run` and `pilot` share: the scale, the store, where and how seeds train."""
+    parser.add_argument("--scale", default="quick", help="scale to run (default: quick)")
+    parser.add_argument("--store", type=Path, default=Path(".grokverify/store"),
+                        help="result store directory (default: .grokverify/store)")
+    parser.add_argument("--executor", choices=["ray", "local"], default="ray",
+                        help="ray (default; local Ray started on the fly) or local (in-process)")
+    parser.add_argument("--address", default=None,
+                        help="existing Ray cluster: host:port, ray://host:port, or auto "
+                             "($RAY_ADDRESS, else a `ray start` on this host); without it a local "
+                             "Ray is started and RAY_ADDRESS is not used")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    parser.add_argument("--chunk-size", type=int, default=16,
+                        help="at most this many seeds per trial (default 16); fewer when fewer "
+                             "make a task of 30 s or more that batching would not speed up")
+    parser.add_argument("--cpus-per-task", type=int, default=1,
+                        help="CPU threads per trial (Ray task, or the local executor's one "
+                             "process); each thread trains its own shard of the trial's seeds")
+    parser.add_argument("--gpus-per-task", default="auto", metavar="auto|F",
+                        help="share of one GPU each trial asks Ray for, 0 < F <= 1; auto "
+                             "(default): the chunk's estimated memory plus a CUDA context over "
+                             "--gpu-memory, in eighths, at least 1/8, so up to 8 chunks share a "
+                             "GPU")
+    parser.add_argument("--gpu-memory", type=float, default=None, metavar="GIB",
+                        help="memory of one of the cluster's GPUs, for --gpus-per-task auto "
+                             "(default 16: no common data-centre GPU has less)")
+    _add_data_option(parser)
+    _add_limit_options(parser)
 
 
 def _formats(value: str) -> list[str]:
@@ -338,27 +354,15 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.report.index import write_suite
     from grokverify.report.suite import read_report
     from grokverify.run.execute import ExecutionError
-    from grokverify.run.pipeline import RunOptions, device_for, run_claims
-    from grokverify.run.preflight import PathProblem, claim_problems, path_problems
+    from grokverify.run.pipeline import run_claims
+    from grokverify.run.preflight import PathProblem
     from grokverify.store import StoreError
 
-    problem = _argument_problem(args)
-    if problem:
-        print(f"grokverify run: error: {problem}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    claims, limits = _claims_of(args)
-    opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
-                      executor=args.executor, address=args.address, device=args.device,
-                      chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
-                      gpus_per_task=_gpu_fraction(args.gpus_per_task),
-                      gpu_memory_gib=args.gpu_memory)
+    prepared = _prepared(args, console)
+    if isinstance(prepared, int):
+        return prepared
+    claims, opts, device, limits = prepared
     try:
-        device = device_for(opts)
-        claim_problems(claims, opts, limits, device)
-        claims = _with_their_data(claims, opts.scale, console)
-        if not claims:
-            return EXIT_OK
-        path_problems(claims, opts)
         if args.dry_run:
             return _dry_run(claims, opts, device, limits, console)
         runs = run_claims(claims, opts, console)
@@ -372,6 +376,78 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     for run in runs:
         _print_run(run, console)
     _print_suite(suite, console)
+    return EXIT_OK
+
+
+def _prepared(args: argparse.Namespace, console: Console
+              ) -> int | tuple[list[LoadedClaim], RunOptions, str, Limits]:
+    """`run`'s and `pilot`'s claims, options, device and limits, checked before anything
+    trains; an exit code where there is nothing to do or the input is bad."""
+    from grokverify.run.execute import ExecutionError
+    from grokverify.run.pipeline import RunOptions, device_for
+    from grokverify.run.preflight import PathProblem, claim_problems, path_problems
+    from grokverify.store import StoreError
+
+    problem = _argument_problem(args)
+    if problem:
+        print(f"grokverify {args.command}: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    claims, limits = _claims_of(args)
+    opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store,
+                      reports=getattr(args, "reports", Path("reports")),
+                      executor=args.executor, address=args.address, device=args.device,
+                      chunk_size=args.chunk_size, cpus_per_task=args.cpus_per_task,
+                      gpus_per_task=_gpu_fraction(args.gpus_per_task),
+                      gpu_memory_gib=args.gpu_memory)
+    try:
+        device = device_for(opts)
+        claim_problems(claims, opts, limits, device)
+        claims = _with_their_data(claims, opts.scale, console)
+        if not claims:
+            return EXIT_OK
+        path_problems(claims, opts)
+    except (ExecutionError, StoreError, PathProblem) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return EXIT_RUN_FAILED
+    except OSError as exc:
+        return _os_error(exc, console)
+    return claims, opts, device, limits
+
+
+def _cmd_pilot(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.run.execute import ExecutionError
+    from grokverify.run.pilot import run_pilot
+    from grokverify.store import StoreError
+
+    if args.stretch < 1:
+        print("grokverify pilot: error: --stretch must be at least 1", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    prepared = _prepared(args, console)
+    if isinstance(prepared, int):
+        return prepared
+    claims, opts, _, _ = prepared
+    if len(claims) != 1:
+        print(f"grokverify pilot: error: one claim at a time ({args.claims[0]} holds "
+              f"{len(claims)})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    loaded = claims[0]
+    try:
+        pilot = run_pilot(loaded, opts, args.seeds, args.stretch, console)
+    except (ExecutionError, StoreError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
+        return EXIT_RUN_FAILED
+    except OSError as exc:
+        return _os_error(exc, console)
+    say = functools.partial(console.print, markup=False, highlight=False)
+    say(f"pilot of {loaded.claim.id}, scale {opts.scale}: {args.seeds} seed(s) per arm")
+    for regime in [*pilot.at_budget, *pilot.stretched]:
+        say(f"  {regime.words()}")
+    for check in pilot.checks:
+        say(f"  check {'passes' if check.passes else 'FAILS'}: {check.words()}")
+    say(f"  verdict of these seeds alone: {pilot.verdict}")
+    for line in pilot.proposal:
+        say(f"  {line}")
+    say(f"  stored in {opts.store}: `grokverify run` reuses the seeds at the budget")
     return EXIT_OK
 
 
@@ -665,7 +741,7 @@ def _cmd_store_verify(args: argparse.Namespace, console: Console) -> int:
 
 _STORE_COMMANDS = {"verify": _cmd_store_verify, "pack": _cmd_store_pack,
                    "unpack": _cmd_store_unpack}
-_COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "schema": _cmd_schema,
+_COMMANDS = {"run": _cmd_run, "pilot": _cmd_pilot, "validate": _cmd_validate, "schema": _cmd_schema,
              "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff}
 
 

@@ -346,10 +346,11 @@ def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
-               train: bool = True) -> list[ClaimRun]:
+               train: bool = True, write: bool = True) -> list[ClaimRun]:
     """Each round trains what every open claim needs, on one executor; sequential claims add
     rounds until decided. With `train` False (`grokverify report`) nothing is trained or written
-    and a missing record raises MissingRecords; `opts.device` then names the records' device."""
+    and a missing record raises MissingRecords; `opts.device` then names the records' device.
+    With `write` False no report is written (`grokverify pilot`)."""
     for loaded in claims:
         if opts.scale not in loaded.claim.scales:
             raise ExecutionError(f"{loaded.path}: no scale {opts.scale!r}; scales are "
@@ -390,7 +391,8 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                 if run.seeding.done:
                     run.reused = len({k for p in run.plans for k in p.keys}) - run.trained
                     run.wall_s = time.perf_counter() - start
-                    run.report_dir = write_report(run, records, opts, device)
+                    if write:
+                        run.report_dir = write_report(run, records, opts, device)
                 else:
                     still_open.append(run)
             open_runs = still_open
