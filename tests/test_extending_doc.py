@@ -16,11 +16,11 @@ DOC = REPO / "docs" / "extending.md"
 BLOCK = re.compile(r"```python\n# (append to|new file) (\S+)\n(.*?)```", re.S)
 
 
-def test_the_extending_guide_followed_in_order_adds_six_kinds_that_a_claim_runs(
+def test_the_extending_guide_followed_in_order_adds_seven_kinds_that_a_claim_runs(
         tmp_path: Path) -> None:
     text = DOC.read_text()
     blocks = BLOCK.findall(text)
-    assert len(blocks) == 18 == text.count("```python")  # six kinds: spec, function, test
+    assert len(blocks) == 21 == text.count("```python")  # seven kinds: spec, function, test
     shutil.copytree(REPO / "grokverify", tmp_path / "grokverify",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "tests").mkdir()
@@ -42,7 +42,7 @@ def test_the_extending_guide_followed_in_order_adds_six_kinds_that_a_claim_runs(
     tests = run("-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                 "tests/test_extending_example.py")
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-    assert "6 passed" in tests.stdout
+    assert "7 passed" in tests.stdout
     claim_run = run("-m", "grokverify.cli", "run", "claim.yaml", "--executor", "local",
                     "--store", "store", "--reports", "reports")
     assert claim_run.returncode == 0, claim_run.stdout[-2000:] + claim_run.stderr[-2000:]
@@ -50,3 +50,4 @@ def test_the_extending_guide_followed_in_order_adds_six_kinds_that_a_claim_runs(
     assert result["verdict"] == "SUPPORTED" and result["result"]["criterion"] == "mean_below"
     assert result["arms"]["late_lr"]["experiment"]["probes"][0]["name"] == "param_norm"
     assert "probes" in result["figures"]  # the new probe's curves were recorded and drawn
+    assert result["checks"][0]["check"] == "curve_moves" and result["checks"][0]["passes"]

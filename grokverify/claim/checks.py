@@ -163,9 +163,6 @@ class RareValueCoverageSpec(CheckSpec):
         return None
 
 
-AnyCheck = CHECKS.union()
-
-
 def undeclared(claim: Any, experiments: list[Any]) -> dict[str, str]:
     """Built-in check kinds that apply to a claim and that it does not declare: name -> why."""
     declared = {c.kind for c in claim.checks}

@@ -8,12 +8,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from grokverify.claim.base import Float, Id, Int, Name, StrictModel
-from grokverify.claim.checks import AnyCheck
 from grokverify.claim.criteria import AnyMetric
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.claim.grid import GridSpec
 from grokverify.claim.limits import MAX_SEEDS
-from grokverify.kinds import CRITERIA
+from grokverify.kinds import CHECKS, CRITERIA
 
 
 class SourceSpec(StrictModel):
@@ -24,6 +23,7 @@ class SourceSpec(StrictModel):
 
 
 AnyCriterion = CRITERIA.union()
+AnyCheck = CHECKS.union()
 
 
 class SeedsSpec(StrictModel):
