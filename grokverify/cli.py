@@ -346,6 +346,8 @@ def _print_run(run: ClaimRun, console: Console) -> None:
                           f"{len(run.family.members)} (claims: {run.family.claims}; "
                           f"{run.family.correction} correction)")
     console.print(f"  {escape(run.reason)}")
+    for member, found in run.more_seeds.items():
+        console.print(f"  {escape(member + ': ' if member else '')}{escape(found['words'])}")
     console.print(f"  trained {run.trained} seed(s), reused {run.reused}; "
                   f"report: {escape(str(run.report_dir / 'report.md'))}")
 

@@ -47,6 +47,21 @@ def test_shipped_claim_validates(path: Path, capsys: pytest.CaptureFixture[str])
     assert "ok" in out
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_claim_declares_its_checks_and_interpretation(path: Path) -> None:
+    """Written before the run (docs/verdicts.md, "Interpretation"): every verdict the claim can
+    get has its sentence, a decided one the side it favours, and at least one check."""
+    claim = load_claim(path, limits=None).claim
+    meaning = claim.interpretation
+    assert claim.checks and meaning is not None
+    if claim.source.role == "open_question":
+        assert meaning.finding
+    else:
+        assert meaning.supported and meaning.refuted and meaning.inconclusive
+        assert meaning.favours is not None
+    assert "2026-12-02 (issue 34" in claim.notes  # the change, dated, in the notes
+
+
 def test_base_claim_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = validate(capsys, write(tmp_path, CLAIM))
     assert (rc, err) == (0, "")

@@ -164,12 +164,16 @@ def caveat_lines(res: dict[str, Any]) -> list[str]:
     if res["verdict"] == "FINDING":
         out.append("- Precision: an open question is estimated, not judged; its CIs are its "
                    "precision, and more seeds (`--seeds`) narrow them.")
+    elif undecided and res.get("more_seeds"):
+        for member, found in res["more_seeds"].items():
+            out.append(f"- Power{f' ({text(member)})' if member else ''}: "
+                       f"{text(found['words'])} (`grokverify plan` refines it: "
+                       f"{code(plan_command(res))}).")
     elif undecided:
         out.append("- Power: the CI does not settle the claim at these seeds (an INCONCLUSIVE "
                    "verdict, or members). More seeds may: "
                    f"{code(plan_command(res))} resamples the stored seeds as a pilot and gives "
-                   "P(SUPPORTED) by seeds per arm and the fewest that reach 80% power (not run "
-                   "here: it re-applies the criterion hundreds of times per candidate).")
+                   "P(SUPPORTED) by seeds per arm and the fewest that reach 80% power.")
     else:
         out.append("- Power: not at issue; the CI settled the verdict at these seeds.")
     return out

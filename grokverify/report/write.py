@@ -108,6 +108,7 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
         "interpretation": (claim.interpretation.model_dump(exclude_none=True)
                            if claim.interpretation else None),
         "checks": [c.to_dict() for member_checks in run.checks.values() for c in member_checks],
+        "more_seeds": run.more_seeds,
         "sequential": ({"looks": [look.n for look in run.seeding.looks],
                         "spending": run.seeding.kind,
                         "rounds": run.rounds} if len(run.seeding.looks) > 1 else None),

@@ -51,6 +51,7 @@ class ClaimRun:
     samples: dict[str, dict[str, ArmSample]] = field(default_factory=dict)  # member -> arm -> ...
     family: FamilyResult | None = None
     checks: dict[str, list[CheckResult]] = field(default_factory=dict)  # member -> its checks
+    more_seeds: dict[str, dict[str, Any]] = field(default_factory=dict)  # undecided members
     rounds: list[dict[str, Any]] = field(default_factory=list)
     report_dir: Path | None = None
     wall_s: float = 0.0

@@ -25,10 +25,11 @@ from grokverify.run.trials import Trial, pending_trials, plan_arms, spread
 from grokverify.stats.arms import arm_sample
 from grokverify.stats.base import judge
 from grokverify.stats.checks import not_tested, run_checks
-from grokverify.stats.decidable import say_bound
+from grokverify.stats.decidable import more_seeds, say_bound
 from grokverify.stats.family import combine
 from grokverify.stats.sequential import Look, Rounds, own_alpha
 from grokverify.stats.trend import fit_trend
+from grokverify.stats.verdict import Verdict
 from grokverify.store import Store, StoreError
 
 __all__ = ["ClaimRun", "MissingRecords", "RunOptions", "analyse", "device_for", "run_claims",
@@ -296,6 +297,15 @@ def analyse(run: ClaimRun, store: Store, look: Look) -> list[list[dict[str, Any]
     return read  # type: ignore[return-value]  # no None left: missing seeds raised above
 
 
+def _judge_more_seeds(run: ClaimRun) -> None:
+    """What more seeds would do, for each undecided member (`decidable.more_seeds`)."""
+    params = run.loaded.claim.criterion
+    run.more_seeds = {member: found for member, result in run.results.items()
+                      if result.verdict == Verdict.INCONCLUSIVE
+                      and "budget_bound" not in result.details
+                      and (found := more_seeds(params, run.samples[member])) is not None}
+
+
 def _open_look(run: ClaimRun) -> Look:
     """The look an open run trains for and is judged at next (the same until it is recorded)."""
     look = run.seeding.next_look()
@@ -389,6 +399,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                 run.rounds.append(_round_record(run, look))
                 run.seeding.record(run.verdict)  # a family decides on the family's verdict
                 if run.seeding.done:
+                    _judge_more_seeds(run)
                     run.reused = len({k for p in run.plans for k in p.keys}) - run.trained
                     run.wall_s = time.perf_counter() - start
                     if write:

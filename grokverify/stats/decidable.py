@@ -53,3 +53,36 @@ def say_bound(result: Any, params: Any, arms: dict[str, ArmSample]) -> Any:
         return result
     return replace(result, reason=f"{why} {result.reason}",
                    details={**result.details, "budget_bound": why})
+
+
+MORE_SEEDS_SIMS = 40
+MORE_SEEDS_FACTORS = (2, 4, 8)
+
+
+def more_seeds(params: Any, arms: dict[str, ArmSample]) -> dict[str, Any] | None:
+    """For an undecided result: P(SUPPORTED) and P(REFUTED) at 2, 4 and 8 times its seeds per
+    arm, by resampling its own seeds (`plan_seeds`); None where it cannot be estimated."""
+    from grokverify.claim.limits import MAX_SEEDS
+    from grokverify.stats.power import plan_seeds
+
+    n = min(a.n for a in arms.values())
+    sizes = sorted({min(f * n, MAX_SEEDS) for f in MORE_SEEDS_FACTORS if n})
+    if not sizes or any(a not in arms for a in params.arms()):
+        return None
+    try:
+        plan = plan_seeds(params, arms, candidates=sizes, n_sim=MORE_SEEDS_SIMS)
+    except ValueError:
+        return None
+    decided = [s + r for s, r in zip(plan.power, plan.refuted, strict=True)]
+    shown = "; ".join(f"{k} seeds per arm: P(SUPPORTED) {s:.2f}, P(REFUTED) {r:.2f}"
+                      for k, s, r in zip(sizes, plan.power, plan.refuted, strict=True))
+    if max(decided) == 0:
+        words = (f"More seeds: in {MORE_SEEDS_SIMS} resamplings of these seeds at each of "
+                 f"{', '.join(map(str, sizes))} seeds per arm, none decided the claim: more seeds "
+                 "of this setting are unlikely to decide it (a longer budget or another setting "
+                 "may).")
+    else:
+        words = (f"More seeds, by resampling these {n} seeds per arm ({MORE_SEEDS_SIMS} "
+                 f"simulations a size): {shown}.")
+    return {"seeds": sizes, "p_supported": plan.power, "p_refuted": plan.refuted,
+            "n_sim": MORE_SEEDS_SIMS, "words": words}

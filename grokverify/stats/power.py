@@ -49,6 +49,7 @@ class PowerPlan:
     recommended: int | None
     assumptions: dict[str, Any] = field(default_factory=dict)
     explanation: str = ""
+    refuted: list[float] = field(default_factory=list)  # P(REFUTED) per candidate
 
     @property
     def curve(self) -> list[tuple[int, float]]:
@@ -152,22 +153,24 @@ def plan_seeds(params: CriterionSpec,
     else:
         raise ValueError("give a pilot (to resample) or a declared effect (to simulate)")
 
-    power, se = [], []
+    power, se, refuted = [], [], []
     for n in sizes:
         rng = np.random.default_rng([int(seed), n])
         batches = draw(rng, n, n_sim)
         boot_seeds = rng.integers(0, 2**31 - 1, size=n_sim)
-        hits = 0
+        hits = against = 0
         for i in range(n_sim):
             arms = {name: batch[i] for name, batch in batches.items()}
             res = judge(_vary_seed(params, int(boot_seeds[i])), arms)
             hits += res.verdict == Verdict.SUPPORTED
+            against += res.verdict == Verdict.REFUTED
         p = hits / n_sim
         power.append(p)
+        refuted.append(against / n_sim)
         se.append(math.sqrt(p * (1 - p) / n_sim))
     recommended = next((n for n, p in zip(sizes, power, strict=True) if p >= target_power), None)
     plan = PowerPlan(params.name, method, sizes, power, se, float(target_power), int(n_sim),
-                     int(seed), recommended, assumptions)
+                     int(seed), recommended, assumptions, refuted=refuted)
     plan.explanation = _explain(plan)
     return plan
 
