@@ -50,3 +50,28 @@ def test_plan_says_before_the_run_and_the_reason_after(tmp_path: Path, tiny_clai
                  "--candidates", "4,8"]) == 0
     out = capsys.readouterr().out
     assert "Bounded by the budget" in out and "A budget above 380 steps" in out
+
+
+def test_more_seeds_gives_the_chance_of_each_verdict_at_more_seeds() -> None:
+    from conftest import lognormal_arm
+
+    from grokverify.stats.decidable import more_seeds
+
+    arms = {"b": lognormal_arm("b", 1000, seed=1, n=4), "t": lognormal_arm("t", 450, seed=2, n=4)}
+    found = more_seeds(_params(0.2, n_boot=200), arms)
+    assert found["seeds"] == [8, 16, 32] and found["n_sim"] == 40
+    assert found["p_supported"][-1] >= 0.8 and found["p_refuted"] == [0.0, 0.0, 0.0]
+    assert found["words"].startswith("More seeds, by resampling these 4 seeds per arm")
+    assert "32 seeds per arm: P(SUPPORTED)" in found["words"]
+
+
+def test_an_inconclusive_run_says_what_more_seeds_would_do(
+        tmp_path: Path, tiny_claim: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["run", str(tiny_claim), "--executor", "local", "--store", str(tmp_path / "s"),
+                 "--reports", str(tmp_path / "r"), "--device", "cpu"]) == 0
+    assert "More seeds, by resampling these 3 seeds per arm" in capsys.readouterr().out
+    result = json.loads((tmp_path / "r" / "tiny" / "result.json").read_text())
+    assert result["verdict"] == "INCONCLUSIVE" and result["more_seeds"][""]["seeds"] == [6, 12, 24]
+    assert "- Power: More seeds" in (tmp_path / "r" / "tiny" / "report.md").read_text()
