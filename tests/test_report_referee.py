@@ -71,3 +71,24 @@ def test_claim_strings_in_the_referee_sections_are_inert(section: str) -> None:
     assert "<script" not in html
     if section in ("Reasoning", "Caveats", "Setup"):
         assert "&lt;script&gt;" in html
+
+
+@pytest.mark.parametrize(("verdict", "ci", "region", "words"), [
+    ("REFUTED", [0.86, 1.2], "ratio <= 0.8 (t at least 20% faster)",
+     "exclude a speed-up larger than 14%"),
+    ("SUPPORTED", [0.5, 0.75], "ratio <= 0.8 (t at least 20% faster)",
+     "exclude a speed-up smaller than 25%"),
+    ("REFUTED", [1.1, 1.3], "ratio <= 0.8 (t at least 20% faster)",
+     "exclude any speed-up (the ratio is at least 1.1)"),
+    ("SUPPORTED", [2.5, 3.0], "ratio >= 2 (t at least 100% slower)",
+     "exclude a slow-down smaller than 150%"),
+    ("REFUTED", [0.6, 0.9], "share <= 0.5", "the effect lies in [0.6, 0.9]"),
+])
+def test_a_decided_ci_is_said_in_the_claimed_regions_terms(verdict: str, ci: list[float],
+                                                           region: str, words: str) -> None:
+    from grokverify.report.referee import region_terms
+
+    result = {"verdict": verdict, "ci": ci, "claimed_region": region,
+              "criterion": "survival_compare" if region.startswith("ratio") else "proportion"}
+    assert words in region_terms(result)
+    assert region_terms({**result, "verdict": "INCONCLUSIVE"}) is None

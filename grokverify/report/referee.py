@@ -76,6 +76,36 @@ def _level_words(result: dict[str, Any]) -> str:
             "criterion's measured rate)")
 
 
+def region_terms(result: dict[str, Any]) -> str | None:
+    """A decided result's CI in the claimed region's terms, e.g. "the data exclude a speed-up
+    smaller than 25%"; None when undecided or unbounded."""
+    verdict, (low, high) = result.get("verdict"), result.get("ci") or (None, None)
+    if verdict not in ("SUPPORTED", "REFUTED") or low is None or high is None:
+        return None
+    low, high = float(low), float(high)
+    region = str(result.get("claimed_region", ""))
+    speed = region.startswith("ratio ") and result.get("criterion") == "survival_compare"
+
+    def pct(x: float) -> str:
+        return f"{abs(x) * 100:.3g}%"
+    if speed and "<=" in region:
+        if verdict == "SUPPORTED":
+            return f"the data exclude a speed-up smaller than {pct(1 - high)}" if high < 1 else \
+                f"the data exclude a slow-down larger than {pct(high - 1)}"
+        return (f"the data exclude a speed-up larger than {pct(1 - low)}" if low < 1 else
+                f"the data exclude any speed-up (the ratio is at least {format_number(low)})")
+    if speed and ">=" in region:
+        if verdict == "SUPPORTED":
+            return f"the data exclude a slow-down smaller than {pct(low - 1)}" if low > 1 else \
+                f"the data exclude a speed-up larger than {pct(1 - low)}"
+        return f"the data exclude a slow-down larger than {pct(high - 1)}" if high > 1 else \
+            f"the data exclude any slow-down (the ratio is at most {format_number(high)})"
+    ci = f"[{format_number(low)}, {format_number(high)}]"
+    if verdict == "SUPPORTED":
+        return f"the data exclude every value outside {ci}, all inside the claimed region"
+    return f"the data exclude the claimed region ({text(region)}): the effect lies in {ci}"
+
+
 def reasoning_lines(res: dict[str, Any]) -> list[str]:
     """Why this verdict: the criterion's (or the family's) own reason, and its level."""
     from grokverify.stats.base import p_against_words
@@ -99,6 +129,8 @@ def reasoning_lines(res: dict[str, Any]) -> list[str]:
     elif result:
         out += [f"The criterion {crit} decided: {text(res['reason'])}", "",
                 f"Level: {_level_words(result)}."]
+        if terms := region_terms(result):
+            out += ["", f"In the claim's terms: {terms}."]
         if result.get("p_support") is not None or result.get("p_refute") is not None:
             out += ["", f"In p-values: {text(p_against_words(result))}."]
     seq = res.get("sequential")
