@@ -124,3 +124,11 @@ def test_checks_that_pass_leave_the_result_alone_and_members_are_labelled() -> N
 def test_a_check_needs_bounds_in_order(fields: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         EventShareSpec(kind="event_share", **fields)
+
+
+def test_rare_value_coverage_refuses_an_unordered_task() -> None:
+    spec = RareValueCoverageSpec(kind="rare_value_coverage", at_most=0.15)
+    unordered = TaskSpec(op="add", p=10, modular=False, unordered=True, train_frac=0.7,
+                         split="skewed")
+    assert "rare by construction" in spec.cannot_measure(_Exp(unordered))
+    assert spec.cannot_measure(_Exp(TaskSpec(op="add", p=31, train_frac=0.3))) is None

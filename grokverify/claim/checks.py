@@ -160,6 +160,9 @@ class RareValueCoverageSpec(CheckSpec):
     def cannot_measure(self, experiment: Any) -> str | None:
         if getattr(type(experiment.task), "inputs", None) != "pairs":
             return "check rare_value_coverage measures operand pairs, and this task gives images"
+        if experiment.task.unordered:
+            return ("check rare_value_coverage counts the pairs of each value of a, which an "
+                    "unordered task (a <= b) makes rare by construction")
         return None
 
 
