@@ -541,6 +541,20 @@ def build_settings(n_boot: int) -> list[Setting]:
         Setting("value", "alt: mean (bootstrap-t), normal sd 0.2, mean = 10.0", va,
                 P(_values1, dist="normal", loc=10.0, scale=0.2), 10.0, 20, False),
     ]
+    # few seeds: 4 per arm, where a bootstrap's resamples repeat values and BCa's acceleration
+    # rests on 4 jackknife values
+    surv4 = {"name": "survival_compare", "baseline": "baseline", "treated": "treated",
+             "direction": "less", "min_effect": 0.2, "n_boot": n_boot}
+    out += [
+        *(Setting("survival_compare", f"few seeds: {n} per arm, lognormal s=0.5", surv4,
+                  P(_times2, ratio=0.8), 0.8, n, True) for n in (4, 5, 6, 7)),
+        Setting("scalar_compare", "few seeds: 4 per arm, mean, normal sd 15, unpaired (BCa)",
+                {**sc, "statistic": "mean"},
+                P(_values2, dist="normal", base=100.0, treat=80.0, scale_b=15.0, scale_t=15.0),
+                0.8, 4, True, paired=False),
+        Setting("value", "few seeds: 4, mean (bootstrap-t), normal sd 0.3, mean = 10.2", va,
+                P(_values1, dist="normal", loc=10.2, scale=0.3), 10.2, 4, True),
+    ]
     # degenerate values (docs/verdicts.md, "Intervals that do not hold"): accuracies of 0.98 or
     # 1.0 (P 0.75), mean 0.995 on the region's low end; then every seed 1.0
     near = {"name": "value", "arm": "arm", "target": 1.0, "tol": 0.005, "n_boot": n_boot}

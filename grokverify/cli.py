@@ -321,6 +321,11 @@ def _effect_line(res: CriterionResult) -> str:
 
     own = (f"; {res.test.split(' (')[0]} p = {format_number(res.p_value)} ({res.p_value_label})"
            if res.p_value is not None else "")
+    if "ci_computed" in res.details:  # the interval rule set it aside: say what was computed
+        low, high = res.details["ci_computed"]
+        return (f"{res.effect_label} = {format_number(res.estimate)}, computed "
+                f"{res.ci_level * 100:.4g}% CI {format_ci((low, high))}, which does not hold "
+                f"for these data (see below){own}")
     return (f"{res.effect_label} = {format_number(res.estimate)}, {res.ci_level * 100:.4g}% CI "
             f"{format_ci(res.ci)}; {p_against_words(res.to_dict())}{own}")
 

@@ -72,6 +72,12 @@ def compare(b: ArmSample, t: ArmSample, **kw: Any) -> CriterionResult:
     return judge(survival(**kw), {"b": b, "t": t})
 
 
+def computed(b: ArmSample, t: ArmSample, **kw: Any) -> CriterionResult:
+    """The criterion's own result, before `judge` sets aside an interval that does not hold
+    (fewer than MIN_MEDIAN_SEEDS seeds an arm): what its computation gives."""
+    return run_survival_compare(survival(**kw), {"b": b, "t": t})
+
+
 def random_censored(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer times with many ties; some censored at the budget, some events exactly at it."""
     budget = float(rng.integers(2, 15))
@@ -901,7 +907,7 @@ def test_median_result_is_pinned_whole() -> None:
     (the log-rank of all seeds), and every detail."""
     b = make_arm("b", BASE_T)
     t = make_arm("t", [*HALF_T, 999.0], seeds=(0, 1, 2, 3, 4, 5, 6))  # seed 6: no partner in b
-    res = compare(b, t, min_effect=0.2, n_boot=200, bootstrap_seed=3)
+    res = computed(b, t, min_effect=0.2, n_boot=200, bootstrap_seed=3)
     chi2, p = logrank_oracle(b, t)
     assert res.criterion == NAME
     assert res.effect_label == "ratio of KM medians (t / b)"
@@ -936,8 +942,11 @@ def test_median_result_is_pinned_whole() -> None:
         "n_undefined_resamples": 0, "n_bounded_resamples": 0, "n_infinite_resamples": 0,
         "n_base_median_beyond_budget": 0, "n_treated_median_beyond_budget": 0,
         "p_support": 0.0, "p_refute": 1.0,
+        "interval_fails": Has("6 seeds in an arm, fewer than the 8"),
         **RESULT_DETAILS,
     }
+    held = compare(b, t, min_effect=0.2, n_boot=200, bootstrap_seed=3)  # 6 pairs: set aside
+    assert held.verdict is Verdict.INCONCLUSIVE and held.details["ci_computed"] == [0.5, 0.5]
 
 
 def test_rmst_result_is_pinned_whole() -> None:
@@ -1188,8 +1197,8 @@ def test_median_treated_arm_of_one_seed_is_compared() -> None:
     """Unpaired (one shared seed number): the treated median is always 150; a baseline
     resample of 3 uncensored times has the middle one as KM median."""
     base = [100.0, 200.0, 300.0]
-    res = compare(make_arm("b", base), make_arm("t", [150.0]), min_effect=0.2, n_boot=300,
-                  bootstrap_seed=4)
+    res = computed(make_arm("b", base), make_arm("t", [150.0]), min_effect=0.2, n_boot=300,
+                   bootstrap_seed=4)
     rng = np.random.default_rng(4)
     idx = rng.integers(0, 3, size=(300, 3))
     ratios = 150.0 / np.sort(np.asarray(base)[idx], axis=1)[:, 1]
@@ -1235,7 +1244,7 @@ def test_estimate_bound_lower_when_the_treated_median_is_beyond_the_budget() -> 
 def test_baseline_median_beyond_budget_is_reported_as_a_bound() -> None:
     b = make_arm("b", [800, 3000, 3000, 3000, 3000, 3000], [1, 0, 0, 0, 0, 0])
     t = make_arm("t", [400, 500, 600, 700, 900, 3000], [1, 1, 1, 1, 1, 0])
-    res = compare(b, t, min_effect=0.2, n_boot=300)
+    res = computed(b, t, min_effect=0.2, n_boot=300)
     t_med = km_median(t.values, t.observed)[0]
     assert res.details["estimate_bound"] == "upper"
     assert res.estimate == pytest.approx(median_effect(3000.0, t_med, "ratio"))
@@ -1302,3 +1311,16 @@ def test_difference_effect_in_steps() -> None:
     assert result.threshold == -1000
     assert result.verdict is Verdict.SUPPORTED
     assert "difference" in result.effect_label and "steps" in result.claimed_region
+
+
+def test_fewer_seeds_than_the_median_bootstrap_holds_for_decide_nothing() -> None:
+    """From 8 seeds an arm the criterion's CI decides; at 7 it is set aside (calibration:
+    false verdicts above 0.03 at 4-7 seeds)."""
+    fast = [100.0, 110, 120, 130, 140, 150, 160, 170]
+    slow = [1000.0, 1100, 1200, 1300, 1400, 1500, 1600, 1700]
+    eight = compare(make_arm("b", slow), make_arm("t", fast), min_effect=0.2, n_boot=200)
+    assert eight.verdict is Verdict.SUPPORTED and "interval_fails" not in eight.details
+    seven = compare(make_arm("b", slow[:7]), make_arm("t", fast[:7]), min_effect=0.2, n_boot=200)
+    assert seven.verdict is Verdict.INCONCLUSIVE
+    assert "7 seeds in an arm, fewer than the 8" in seven.reason
+    assert seven.details["verdict_if_interval_held"] == "SUPPORTED"

@@ -27,8 +27,13 @@ def pinned_of(result: dict[str, Any]) -> dict[str, Any]:
     """The pinned part of a report: verdict, estimate, CI, p-values, the estimate's bound (if
     any) and every seed's metric value and censoring flag."""
     res = result["result"]
+    fields = {k: res.get(k) for k in RESULT_FIELDS}
+    details = res.get("details") or {}
+    if "ci_computed" in details:  # set aside by the interval rule: pin what was computed
+        fields["ci"] = details["ci_computed"]
+        fields["p_support"], fields["p_refute"] = details["p_computed"]
     return {"verdict": result["verdict"],
-            **{k: res.get(k) for k in RESULT_FIELDS},
+            **fields,
             "estimate_bound": (res.get("details") or {}).get("estimate_bound"),
             "per_seed": [[s["arm"], s["seed"], s["metric"], s["metric_observed"]]
                          for s in result["per_seed"]]}
