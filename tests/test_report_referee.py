@@ -32,7 +32,9 @@ def test_referee_sections_in_order() -> None:
 def test_reasoning_names_the_rule_and_its_level() -> None:
     reasoning = _section(render_markdown(tiny_result()), "Reasoning")
     assert "`survival_compare` decided" in reasoning and "95% CI" in reasoning
-    assert "one-sided α = 0.025" in reasoning and "p(support)" in reasoning
+    assert "one-sided α = 0.025" in reasoning
+    # 3 seeds an arm: the median bootstrap's CI is set aside, and the reasoning says why
+    assert "interval method does not hold" in reasoning and "3 seeds in an arm" in reasoning
     fam = "\n".join(reasoning_lines(tiny_family(tiny_result())))
     assert "Not every member has the effect." in fam and "`holm`" in fam
 

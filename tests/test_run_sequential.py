@@ -50,7 +50,7 @@ def test_sequential_run_adds_rounds_until_decided_or_max(tmp_path: Path,
     # (tests/test_stats_sequential.py) and in the calibration
     assert [(r["seeds"], r["verdict"]) for r in run.rounds] == [
         (3, "INCONCLUSIVE"), (5, "INCONCLUSIVE"), (7, "INCONCLUSIVE")]
-    assert run.verdict.value == "INCONCLUSIVE" and run.result.ci[0] == 0.0
+    assert run.verdict.value == "INCONCLUSIVE" and run.result.details["ci_computed"][0] == 0.0
     n_last = run.rounds[-1]["seeds"]
     assert run.trained == 2 * n_last  # each round trained only its new seeds
     assert run.result.ci_level == pytest.approx(run.rounds[-1]["ci_level"])
