@@ -954,7 +954,7 @@ def test_rmst_result_is_pinned_whole() -> None:
     time without censoring, so every paired resample's ratio is 0.5; the margin's boundary words
     in the reason, the expanded level for 6 pairs, and every detail."""
     b, t = make_arm("b", BASE_T), make_arm("t", HALF_T)
-    res = compare(b, t, summary="rmst", margin=0.25, n_boot=150, bootstrap_seed=5)
+    res = computed(b, t, summary="rmst", margin=0.25, n_boot=150, bootstrap_seed=5)
     chi2, p = logrank_oracle(b, t)
     label = "ratio of restricted mean times to threshold up to τ = 880 (t / b)"
     assert res.criterion == NAME
@@ -991,8 +991,11 @@ def test_rmst_result_is_pinned_whole() -> None:
                                     "n = seeds of the smaller arm (pairs when paired)"),
         "n_undefined_resamples": 0, "n_extended_resamples": 0,
         "p_support": 0.0, "p_refute": 1.0, "p_method": P_METHOD,
+        "interval_fails": Has("every resampled effect equals 0.5", "no bootstrap interval"),
         **RESULT_DETAILS,
     }
+    held = compare(b, t, summary="rmst", margin=0.25, n_boot=150, bootstrap_seed=5)
+    assert held.verdict is Verdict.INCONCLUSIVE and held.details["ci_computed"] == [0.5, 0.5]
 
 
 @pytest.mark.parametrize(("kw", "region"), [

@@ -339,6 +339,11 @@ def bootstrap_rmst_effect(
         "n_extended_resamples": int(sum(_ends_censored_before(a, idx, tau).sum()
                                         for a, idx in ((base, base_idx), (treat, treat_idx)))),
     })
+    if kept.size and np.ptp(kept) == 0:
+        details[INTERVAL_FAILS] = (f"every resampled effect equals "
+                                   f"{verdict_rules.format_number(float(kept[0]))}: with no "
+                                   "spread no bootstrap interval holds, and a single value is "
+                                   "no CI")
     if region is not None and kept.size:
         details.update(bca_p_values(kept, 0.0, 0.0, region, expanded_p(n)))
     return estimate, ci, details
