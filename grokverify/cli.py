@@ -1,4 +1,4 @@
-"""Command line: `grokverify run | validate | report | diff | schema | plan | store`.
+"""Command line: `grokverify run | pilot | validate | report | diff | schema | plan | store`.
 
 Exit codes: 0 success, 1 a run that could not complete (cluster unreachable, missing
 resources, store or reports unwritable), 2 a bad claim or bad arguments, 130 interrupted by
