@@ -75,3 +75,20 @@ def test_an_inconclusive_run_says_what_more_seeds_would_do(
     result = json.loads((tmp_path / "r" / "tiny" / "result.json").read_text())
     assert result["verdict"] == "INCONCLUSIVE" and result["more_seeds"][""]["seeds"] == [6, 12, 24]
     assert "- Power: More seeds" in (tmp_path / "r" / "tiny" / "report.md").read_text()
+
+
+def test_more_seeds_that_cannot_be_estimated_says_so_and_never_stops_a_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import lognormal_arm
+
+    import grokverify.stats.power as power
+    from grokverify.stats.decidable import more_seeds
+
+    def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(power, "plan_seeds", broken)
+    arms = {"b": lognormal_arm("b", 1000, seed=1, n=4), "t": lognormal_arm("t", 900, seed=2, n=4)}
+    found = more_seeds(_params(0.2, n_boot=100), arms)
+    assert found["words"] == "More seeds: not estimated (RuntimeError: boom)."
+    assert found["p_supported"] is None

@@ -73,6 +73,9 @@ def more_seeds(params: Any, arms: dict[str, ArmSample]) -> dict[str, Any] | None
         plan = plan_seeds(params, arms, candidates=sizes, n_sim=MORE_SEEDS_SIMS)
     except ValueError:
         return None
+    except Exception as exc:  # an optional estimate: say it failed, never stop the run
+        return {"seeds": sizes, "p_supported": None, "p_refuted": None, "n_sim": MORE_SEEDS_SIMS,
+                "words": f"More seeds: not estimated ({type(exc).__name__}: {exc})."}
     decided = [s + r for s, r in zip(plan.power, plan.refuted, strict=True)]
     shown = "; ".join(f"{k} seeds per arm: P(SUPPORTED) {s:.2f}, P(REFUTED) {r:.2f}"
                       for k, s, r in zip(sizes, plan.power, plan.refuted, strict=True))
