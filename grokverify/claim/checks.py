@@ -4,7 +4,7 @@ that fails makes the verdict NOT TESTED (docs/verdicts.md, "NOT TESTED and valid
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -22,7 +22,6 @@ class CheckSpec(StrictModel):
     """The fields every check shares: the arm it reads, the bounds its measured value must lie
     in, and why the test needs it (printed beside the value)."""
 
-    measures: ClassVar[str]  # what the measured value is, in words (per arm)
     arm: Name | None = Field(None, description="the arm checked; null: every arm")
     at_least: Float | None = Field(None, description="the measured value must be >= this")
     at_most: Float | None = Field(None, description="the measured value must be <= this")
@@ -38,7 +37,7 @@ class CheckSpec(StrictModel):
 
     def describe(self) -> str:
         """What is measured, e.g. "share of seeds whose validation accuracy reaches τ_val"."""
-        return self.measures
+        raise NotImplementedError
 
     def needed(self) -> str:
         """The bounds in words: "≥ 0.5", "≤ 0.1", "in [0.9, 1.1]"."""
@@ -66,12 +65,17 @@ class CheckSpec(StrictModel):
         return None
 
 
-def _unrecorded(kind: str, curve: str, experiment: Any) -> str | None:
-    curves = experiment.curves()
-    if curve in curves:
-        return None
-    return (f"check {kind} reads curve {curve!r}, which the experiment does not record; it "
-            f"records: {', '.join(curves)}")
+class _CurveCheckSpec(CheckSpec):
+    """A check that reads one recorded curve: every arm it checks must record it."""
+
+    curve: str = Field(min_length=1, description="the curve read; every checked arm records it")
+
+    def cannot_measure(self, experiment: Any) -> str | None:
+        curves = experiment.curves()
+        if self.curve in curves:
+            return None
+        return (f"check {self.kind} reads curve {self.curve!r}, which the experiment does not "  # type: ignore[attr-defined]
+                f"record; it records: {', '.join(curves)}")
 
 
 @CHECKS.register("grokverify.stats.checks:event_share")
@@ -94,12 +98,11 @@ class EventShareSpec(CheckSpec):
 
 
 @CHECKS.register("grokverify.stats.checks:value_within")
-class ValueWithinSpec(CheckSpec):
+class ValueWithinSpec(_CurveCheckSpec):
     """The median over an arm's seeds of a curve's first or last recorded value: a matched
     σmax ratio at step 0, a probe that starts well below its maximum."""
 
     kind: Literal["value_within"]
-    curve: str = Field(min_length=1, description="a curve every checked arm records")
     at: Literal["first", "last"] = Field("first", description="the curve's first (step 0) or "
                                                               "last recorded value")
 
@@ -112,17 +115,13 @@ class ValueWithinSpec(CheckSpec):
             return "the metric reads a curve: its starting value should leave room to move"
         return None
 
-    def cannot_measure(self, experiment: Any) -> str | None:
-        return _unrecorded(self.kind, self.curve, experiment)
-
 
 @CHECKS.register("grokverify.stats.checks:probe_resolution")
-class ProbeResolutionSpec(CheckSpec):
+class ProbeResolutionSpec(_CurveCheckSpec):
     """A probe's interval as a share of the median step of the event it times: a probe
     measured every 500 steps cannot order events 100 steps apart."""
 
     kind: Literal["probe_resolution"]
-    curve: str = Field(min_length=1, description="the probe curve whose interval is checked")
     event: Event = Field("generalise", description="the event the probe's timing is set against")
 
     def describe(self) -> str:
@@ -133,9 +132,6 @@ class ProbeResolutionSpec(CheckSpec):
         if claim.metric.kind == "time" and claim.metric.curve_fields():
             return "the metric times a probe curve: its interval should resolve the event"
         return None
-
-    def cannot_measure(self, experiment: Any) -> str | None:
-        return _unrecorded(self.kind, self.curve, experiment)
 
 
 @CHECKS.register("grokverify.stats.checks:rare_value_coverage")

@@ -46,12 +46,10 @@ class Regime:
 class Pilot:
     """What the pilot found and what it proposes."""
 
-    claim_id: str
     at_budget: list[Regime]
     stretched: list[Regime]
     checks: list[CheckResult]
     verdict: str
-    budget: int  # the scale's budget
     proposal: list[str] = field(default_factory=list)
 
 
@@ -138,4 +136,4 @@ def run_pilot(loaded: LoadedClaim, opts: RunOptions, seeds: int, factor: int,
     budget, interval = exp.training.steps, exp.training.eval_interval
     proposal = (_budget_proposal(at, longer, budget, interval) + _seed_proposal(loaded, run))
     checks = [c for member in run.checks.values() for c in member]
-    return Pilot(loaded.claim.id, at, longer, checks, run.verdict.value, budget, proposal)
+    return Pilot(at, longer, checks, run.verdict.value, proposal)

@@ -317,6 +317,15 @@ UNPAIRED_BOOTSTRAP = "scipy.stats.bootstrap, arms resampled independently (paire
 Region = tuple[str, float]  # (direction "less" | "greater", threshold)
 
 
+def no_spread(resampled: np.ndarray, what: str) -> str | None:
+    """Why no bootstrap interval holds when every resampled `what` (all finite) is the same
+    value: the `interval_fails` words (docs/verdicts.md, "Intervals that do not hold")."""
+    if resampled.size == 0 or not np.all(np.isfinite(resampled)) or np.ptp(resampled) != 0:
+        return None
+    return (f"every resampled {what} equals {verdict_rules.format_number(float(resampled[0]))}: "
+            "with no spread no bootstrap interval holds, and a single value is no CI")
+
+
 def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci_level: float,
                  n_boot: int, seed: int, expand: bool = False,
                  region: Region | None = None, how: str = UNPAIRED_BOOTSTRAP,
@@ -348,9 +357,7 @@ def bootstrap_ci(data: tuple[np.ndarray, ...], statistic: Callable[..., Any], ci
         if finite.size == dist.size and np.ptp(dist) == 0:
             why = (f"every resampled statistic equals {verdict_rules.format_number(dist[0])} "
                    "(all values equal), so BCa's bias correction and acceleration are undefined")
-            details[INTERVAL_FAILS] = (f"every resampled statistic equals "
-                                       f"{verdict_rules.format_number(dist[0])}: with no spread "
-                                       "no bootstrap interval holds, and a single value is no CI")
+            details[INTERVAL_FAILS] = no_spread(dist, "statistic")
         else:
             why = (f"the BCa interval is undefined ({dist.size - finite.size} of {dist.size} "
                    "resampled statistics are not finite, or the jackknife is degenerate)")

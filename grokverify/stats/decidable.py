@@ -5,12 +5,13 @@ whose bound misses its region stays INCONCLUSIVE whatever the seeds (docs/verdic
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 from typing import Any
 
 from grokverify.numbers import format_number
 from grokverify.stats.base import ArmSample
-from grokverify.stats.survival import km_median
+from grokverify.stats.survival import estimate_bound
+from grokverify.stats.verdict import Verdict
 
 
 def budget_bound(params: Any, arms: dict[str, ArmSample]) -> str | None:
@@ -22,14 +23,13 @@ def budget_bound(params: Any, arms: dict[str, ArmSample]) -> str | None:
             <= arms.keys()):
         return None
     base, treat = arms[params.baseline], arms[params.treated]
-    if base.kind != "time" or treat.kind != "time" or base.events == base.n:
+    if base.kind != "time" or treat.kind != "time":
         return None
-    base_median = km_median(base.values, base.observed)[0]
-    treat_median = km_median(treat.values, treat.observed)[0]
-    if math.isfinite(base_median) or not math.isfinite(treat_median):
+    found = estimate_bound(base, treat, "ratio")  # the bound the criterion's estimate reports
+    if found is None or found[1] != "upper":
         return None
-    budget = float(base.values[~base.observed].max())
-    bound = treat_median / budget
+    bound, budget = found[0], float(base.values.max())
+    treat_median = bound * budget
     theta = float(params.threshold)
     if bound <= theta:
         return None
@@ -45,10 +45,6 @@ def budget_bound(params: Any, arms: dict[str, ArmSample]) -> str | None:
 
 def say_bound(result: Any, params: Any, arms: dict[str, ArmSample]) -> Any:
     """An INCONCLUSIVE result bounded only by the budget says so first (and in its details)."""
-    from dataclasses import replace
-
-    from grokverify.stats.verdict import Verdict
-
     if result.verdict != Verdict.INCONCLUSIVE or not (why := budget_bound(params, arms)):
         return result
     return replace(result, reason=f"{why} {result.reason}",

@@ -149,11 +149,10 @@ def _findings(results: dict[str, CriterionResult], claims: str, correction: str,
     return FamilyResult(claims, correction, alpha, members, Verdict.FINDING, reason)
 
 
-def _untested(results: dict[str, CriterionResult], claims: str, correction: str,
-              alpha: float, untested: str) -> FamilyResult | None:
-    """The family when members are NOT TESTED: NOT TESTED (``not_tested``, or every member
-    untested), else None and the tested members are judged alone (``leave_out``)."""
-    names = [n for n, r in results.items() if r.verdict == Verdict.NOT_TESTED]
+def _untested(results: dict[str, CriterionResult], names: list[str], claims: str,
+              correction: str, alpha: float, untested: str) -> FamilyResult | None:
+    """The family when members (`names`) are NOT TESTED: NOT TESTED (``not_tested``, or every
+    member untested), else None and the tested members are judged alone (``leave_out``)."""
     if not names or (untested == "leave_out" and len(names) < len(results)):
         return None
     members = [MemberVerdict(n, r, r.p_support, r.p_refute, None, None, r.verdict)
@@ -176,9 +175,9 @@ def combine(results: dict[str, CriterionResult], correction: str,
     alpha = (1.0 - results[names[0]].ci_level) / 2.0
     if any(r.verdict == Verdict.FINDING for r in results.values()):
         return _findings(results, claims, correction, alpha)
-    if (whole := _untested(results, claims, correction, alpha, untested)) is not None:
-        return whole
     left_out = [n for n in names if results[n].verdict == Verdict.NOT_TESTED]
+    if (whole := _untested(results, left_out, claims, correction, alpha, untested)) is not None:
+        return whole
     family = _judge(results={n: results[n] for n in names if n not in left_out},
                     correction=correction, claims=claims, alpha=alpha)
     if left_out:

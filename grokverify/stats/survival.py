@@ -33,6 +33,7 @@ from grokverify.stats.common import (
     excluded_words,
     expanded_level,
     expanded_p,
+    no_spread,
     pair_arms,
     require_arms,
     with_analysis,
@@ -339,11 +340,8 @@ def bootstrap_rmst_effect(
         "n_extended_resamples": int(sum(_ends_censored_before(a, idx, tau).sum()
                                         for a, idx in ((base, base_idx), (treat, treat_idx)))),
     })
-    if kept.size and np.ptp(kept) == 0:
-        details[INTERVAL_FAILS] = (f"every resampled effect equals "
-                                   f"{verdict_rules.format_number(float(kept[0]))}: with no "
-                                   "spread no bootstrap interval holds, and a single value is "
-                                   "no CI")
+    if why := no_spread(kept, "effect"):
+        details[INTERVAL_FAILS] = why
     if region is not None and kept.size:
         details.update(bca_p_values(kept, 0.0, 0.0, region, expanded_p(n)))
     return estimate, ci, details
