@@ -591,3 +591,31 @@ def test_bca_p_values_under_the_expansion() -> None:
 def test_bca_p_values_need_a_finite_distribution() -> None:
     assert bca_p_values(np.array([1.0, math.inf, 3.0]), 0.0, 0.0, ("less", 2.0)) == {}
     assert bca_p_values(np.array([]), 0.0, 0.0, ("less", 2.0)) == {}
+
+
+# ---------------------------------------------------------------- censored: restricted
+
+
+def test_restricted_policy_clips_every_time_at_the_smallest_censoring_step() -> None:
+    """`censored: restricted` judges min(T, τ): the same result as the arms clipped by hand and
+    fully observed, τ in the details and the test's words; no lower-bound rule withholds it."""
+    b = make_arm("b", [300, 500, 700, 5000, 5000], observed=[1, 1, 1, 0, 0])
+    t = make_arm("t", [200, 4200, 4500, 900, 4800], observed=[1, 0, 1, 1, 1])
+    res = run(scalar(censored="restricted", statistic="mean"), b, t)
+    clipped = run(scalar(statistic="mean"), make_arm("b", [300, 500, 700, 4200, 4200]),
+                  make_arm("t", [200, 4200, 4200, 900, 4200]))
+    assert (res.estimate, res.ci, res.verdict) == (clipped.estimate, clipped.ci, clipped.verdict)
+    assert res.details["restricted_tau"] == 4200.0
+    assert res.details["censored_seeds"] == {"b": 2, "t": 1}
+    assert res.details["censoring"] == Has("censored: restricted", "min(T, τ)", "exact")
+    assert "on restricted times min(T, τ = 4200)" in res.test
+    assert not res.details["withheld_by_lower_bound_rule"]
+
+
+def test_restricted_policy_changes_nothing_without_censoring() -> None:
+    b, t = make_arm("b", [300.0, 500, 700, 900]), make_arm("t", [200.0, 400, 450, 650])
+    res = run(scalar(censored="restricted"), b, t)
+    plain = run(scalar(), b, t)
+    assert (res.estimate, res.ci, res.verdict, res.test) == (plain.estimate, plain.ci,
+                                                             plain.verdict, plain.test)
+    assert "restricted_tau" not in res.details

@@ -334,3 +334,18 @@ def test_perfect_correlation_collapses_without_warnings() -> None:
         pytest.approx(-1.0), pytest.approx((-1.0, -1.0)), 1.0, 0.0)
     assert neg.verdict == Verdict.REFUTED
     assert pearson.ci == pytest.approx((1.0, 1.0)) and pearson.verdict == Verdict.SUPPORTED
+
+
+def test_restricted_policy_clips_each_time_metric_at_its_smallest_censoring_value() -> None:
+    """y's seed censored at 40 makes τ = 40: every y enters as min(y, 40), all observed."""
+    x = [1.0, 2, 3, 4, 5, 6]
+    cens = make_arm("a", [0] * 6, extra={X: x, Y: [10.0, 30, 20, 50, 40, 60],
+                                         Y + ".observed": [1, 1, 1, 1, 0, 1]})
+    res = run({"min_effect": 0.0, "method": "pearson", "censored": "restricted"}, cens)
+    clipped = run({"min_effect": 0.0, "method": "pearson"},
+                  make_arm("a", [0] * 6, extra={X: x, Y: [10.0, 30, 20, 40, 40, 40]}))
+    assert res.estimate == pytest.approx(clipped.estimate)
+    assert res.estimate != pytest.approx(run({"min_effect": 0.0, "method": "pearson"},
+                                             cens).estimate)
+    assert res.details["censored_values"] == {X: 0, Y: 1}
+    assert res.details["censoring"] == Has("censored: restricted", "min(T, τ)")

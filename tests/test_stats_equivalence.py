@@ -330,33 +330,40 @@ def test_each_form_names_its_effect_method_and_region(
     ([2.0, 2.0, 2.0], Verdict.SUPPORTED, 0.0, 1.0),  # estimate 2 = lower margin
     ([6.0, 6.0, 6.0], Verdict.REFUTED, 1.0, 0.0),  # exactly outside
 ])
-def test_zero_spread_sample_is_exact(values: list[float], verdict: Verdict, p_support: float,
-                                     p_refute: float) -> None:
-    """All values equal: the estimate is exact, so the one-sided p's are 0 or 1; a margin belongs
-    to the region, so an estimate exactly at it is inside (p_support 0)."""
+def test_zero_spread_sample_decides_nothing(values: list[float], verdict: Verdict,
+                                            p_support: float, p_refute: float) -> None:
+    """All values equal: a zero-width t interval does not hold (a single value is no CI), so the
+    verdict is INCONCLUSIVE; the computed verdict and p's (0 or 1; a margin belongs to the
+    region) are kept in the details."""
     res = run({"arm": "a", "reference": 3.0, "margin": 1.0}, make_arm("a", values))
-    assert res.verdict == verdict
-    assert (res.p_support, res.p_refute) == (p_support, p_refute)
+    assert res.verdict == Verdict.INCONCLUSIVE and res.ci == (-math.inf, math.inf)
+    assert res.details["verdict_if_interval_held"] == verdict.value
+    assert res.details["p_computed"] == [p_support, p_refute]
     assert (res.details["p_support"], res.details["p_refute"]) == (p_support, p_refute)
-    # the label says the TOST p is the same as p(support): so it is, not a missing value
-    assert res.p_value == p_support
+    assert res.details["interval_fails"] == Has("all 3 values of each arm are equal",
+                                                "no spread to estimate")
+    assert (res.p_support, res.p_refute) == (None, None)
 
 
 def test_zero_spread_paired_differences_at_the_margins() -> None:
-    """Paired arms whose per-seed differences all equal a margin: inside, p_support 0."""
+    """Paired arms whose per-seed differences all equal a margin: computed inside (p_support 0),
+    and set aside by the interval rule."""
     b = make_arm("b", [1.0, 2.0, 3.0])
     for shift in (1.0, -1.0):
         res = run(two(margin=1.0), b, make_arm("t", b.values + shift))
-        assert res.estimate == shift and res.verdict == Verdict.SUPPORTED
-        assert (res.p_support, res.p_refute) == (0.0, 1.0)
+        assert res.estimate == shift and res.verdict == Verdict.INCONCLUSIVE
+        assert res.details["verdict_if_interval_held"] == "SUPPORTED"
+        assert res.details["p_computed"] == [0.0, 1.0]
+        assert "all 3 per-seed effects are equal" in res.reason
 
 
 def test_zero_spread_under_numpy_raise() -> None:
     """A caller that runs numpy with floating-point errors raised (np.errstate(all="raise"), a
-    debugging setting) still gets the verdict of a zero-spread sample."""
+    debugging setting) still gets the zero-spread result."""
     with np.errstate(all="raise"):
         res = run({"arm": "a", "reference": 3.0, "margin": 1.0}, make_arm("a", [4.0, 4.0, 4.0]))
-    assert res.verdict == Verdict.SUPPORTED and res.p_support == 0.0
+    assert res.details["verdict_if_interval_held"] == "SUPPORTED"
+    assert res.details["p_computed"] == [0.0, 1.0]
 
 
 # ---------------------------------------------------------------- censoring
@@ -468,3 +475,32 @@ def test_missing_arm_names_the_criterion() -> None:
     """A claim naming an arm without data is a wiring error that says which criterion."""
     with pytest.raises(KeyError, match=r"equivalence: no data for arm\(s\) \['t'\]"):
         run(two(margin=1.0), make_arm("b", [1.0, 2.0]))
+
+
+def test_restricted_policy_decides_what_refuse_leaves_open() -> None:
+    """Every baseline seed generalises, 22 of 24 treated seeds never do within 4,000 steps: the
+    restricted times differ ~8-fold, so "equal" is REFUTED where `refuse` withholds it."""
+    base = make_arm("b", np.linspace(300, 600, 24))
+    treat = make_arm("t", [4000.0] * 22 + [900, 1000], observed=[0] * 22 + [1, 1])
+    rel = two(margin=0.2, margin_kind="relative")
+    refused = run({**rel, "censored": "refuse"}, base, treat)
+    assert refused.verdict == Verdict.INCONCLUSIVE and "22 of 24 seeds censored" in refused.reason
+    res = run({**rel, "censored": "restricted"}, base, treat)
+    assert res.verdict == Verdict.REFUTED and res.ci[0] > 1.25
+    assert res.estimate == pytest.approx(8.05, abs=0.01)
+    assert res.details["restricted_tau"] == 4000.0 and res.p_refute is not None
+
+
+def test_restricted_policy_withholds_support_when_many_seeds_are_at_tau() -> None:
+    """Two similar arms, 3 of 12 treated seeds at τ (25% > 10%): the CI lies within the margin
+    but SUPPORTED is withheld; with 1 of 12 (8%) it stands."""
+    rng = np.random.default_rng(3)
+    times = np.exp(rng.normal(np.log(1000), 0.1, 12))
+    base = make_arm("b", times)
+    rel = two(margin=0.2, margin_kind="relative", censored="restricted")
+    for censored, verdict in ((3, Verdict.INCONCLUSIVE), (1, Verdict.SUPPORTED)):
+        t = times * 1.02
+        t[:censored] = 1100.0
+        res = run(rel, base, make_arm("t", t, observed=[0] * censored + [1] * (12 - censored)))
+        assert res.verdict == verdict, res.reason
+        assert ("arm 't' has more than 10% of seeds at τ" in res.reason) == (censored == 3)

@@ -289,8 +289,8 @@ def test_scalar_censoring() -> None:
     refused = scalar(b, t, censored="refuse")
     assert refused.verdict == Verdict.INCONCLUSIVE and "10 of 10 seeds censored" in refused.reason
     both = scalar(b, make_arm("t", [budget] * 10, [False] * 10))  # nothing known: no REFUTED
-    assert both.verdict == Verdict.INCONCLUSIVE and "undetermined" in both.reason
-    assert both.details["withheld_by_lower_bound_rule"] == ["b"]
+    assert both.verdict == Verdict.INCONCLUSIVE and "every seed of both arms is censored" in \
+        both.reason
     # treated half censored: its mean is a lower bound that favours "less"
     half = make_arm("t", [100] * 5 + [budget] * 5, [True] * 5 + [False] * 5)
     slow = lognormal_arm("b", 5000, n=10, seed=11)
@@ -356,15 +356,17 @@ def test_unpaired_difference_of_medians_when_the_seed_sets_differ() -> None:
     analysis, which the test string says with its reason; the label is "difference of medians
     (t - b)", the region "difference <= -1", the CI scipy's BCa (no expansion for a median),
     the reason one sentence ending in one full stop, and the p's decide the CI's verdict."""
-    b = make_arm("b", [3.0, 3.5, 4.0, 4.5, 5.0, 5.5], kind="value", seeds=(0, 1, 2, 3, 4, 5))
-    t = make_arm("t", [0.5, 0.8, 1.0, 1.4, 1.7, 2.0], kind="value", seeds=(6, 7, 8, 9, 10, 11))
+    b = make_arm("b", [3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 6.5], kind="value",
+                 seeds=tuple(range(8)))
+    t = make_arm("t", [0.5, 0.75, 1.0, 1.25, 1.75, 2.0, 2.25, 2.5], kind="value",
+                 seeds=tuple(range(8, 16)))
     result = compare(b, t, direction="less", effect="difference", min_effect=1.0, n_boot=200)
 
     oracle = sps.bootstrap((b.values, t.values),
                            lambda x, y, axis=-1: np.median(y, axis=axis) - np.median(x, axis=axis),
                            n_resamples=200, confidence_level=0.95, method="BCa", paired=False,
                            vectorized=True, rng=np.random.default_rng(0)).confidence_interval
-    assert result.estimate == pytest.approx(1.2 - 4.25, rel=1e-12)
+    assert result.estimate == pytest.approx(1.5 - 4.75, rel=1e-12)
     assert result.ci == pytest.approx((oracle.low, oracle.high), rel=1e-9)
     assert result.verdict == Verdict.SUPPORTED and oracle.high <= -1
     assert result.p_support is not None and coherent(result)
@@ -378,10 +380,10 @@ def test_unpaired_difference_of_medians_when_the_seed_sets_differ() -> None:
         "reason": Has(f"95% CI of the difference of medians (t - b), "
                       f"[{oracle.low:.3g}, {oracle.high:.3g}]",
                       "wholly at or below -1, the boundary of the claimed effect",
-                      "(point estimate -3.05)."),
+                      "(point estimate -3.25)."),
         "arms": [
-            {"name": "b", "n": 6, "excluded": {}, "columns": {"seeds": 6, "median": 4.25}},
-            {"name": "t", "n": 6, "excluded": {}, "columns": {"seeds": 6, "median": 1.2}}],
+            {"name": "b", "n": 8, "excluded": {}, "columns": {"seeds": 8, "median": 4.75}},
+            {"name": "t", "n": 8, "excluded": {}, "columns": {"seeds": 8, "median": 1.5}}],
         "p_value_label": "no-effect test p"}
     assert result.details["censoring"] == NOT_CENSORED
     assert result.details["statistic"] == "median"
@@ -1307,3 +1309,26 @@ def test_the_p_is_the_one_sided_test_of_s_at_b_where_r_rises() -> None:
                 assert high_side == pytest.approx(norm.sf(r[k]))
                 checked += 1
     assert checked >= 80
+
+
+def test_median_of_few_unpaired_seeds_or_all_censored_decides_nothing() -> None:
+    """The interval rule for scalar_compare: an unpaired median bootstrap from fewer than 8 seeds
+    an arm, and arms whose every seed is censored, give INCONCLUSIVE with the computed verdict
+    kept (benchmarks/calibration.py, "few seeds" and "all censored")."""
+    from grokverify.claim.criteria import ScalarCompareParams
+    from grokverify.stats.base import judge
+
+    def params(**kw: Any) -> ScalarCompareParams:
+        return ScalarCompareParams(name="scalar_compare", baseline="b", treated="t",
+                                   direction="less", statistic="median", n_boot=200, **kw)
+
+    few = judge(params(paired=False), {"b": make_arm("b", [1000.0, 1100, 1200, 1300]),
+                                       "t": make_arm("t", [300.0, 350, 400, 450])})
+    assert few.verdict == Verdict.INCONCLUSIVE
+    assert few.details["verdict_if_interval_held"] == "SUPPORTED"
+    assert "4 seeds in an arm, fewer than the 8" in few.details["interval_fails"]
+    cens = [False] * 8
+    none = judge(params(), {"b": make_arm("b", [5000.0] * 8, cens),
+                            "t": make_arm("t", [5000.0] * 8, cens)})
+    assert none.verdict == Verdict.INCONCLUSIVE and none.ci == (-math.inf, math.inf)
+    assert "every seed of both arms is censored" in none.details["interval_fails"]

@@ -79,7 +79,7 @@ def test_equivalence_one_arm_on_signed_values_matches_the_t_interval() -> None:
 
 def test_equivalence_two_arms_refutes_a_large_signed_difference() -> None:
     res = run({"name": "equivalence", "baseline": "b", "treated": "t", "margin": 0.5},
-              value_arm("b", NOISE), value_arm("t", NOISE - 3.0))
+              value_arm("b", NOISE), value_arm("t", NOISE[::-1] - 3.0))
     assert res.estimate == pytest.approx(-3.0) and res.verdict == Verdict.REFUTED
 
 

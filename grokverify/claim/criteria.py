@@ -22,7 +22,8 @@ Effect = Literal["ratio", "difference"]
 # survival_compare's summary of each arm's KM curve: its median, or its restricted mean up to τ.
 SurvivalSummary = Literal["median", "rmst"]
 Statistic = Literal["mean", "median", "iqm"]
-CensoredPolicy = Literal["as_budget", "refuse"]
+# How a criterion reads censored times (docs/verdicts.md, "Censoring and divergence").
+CensoredPolicy = Literal["as_budget", "refuse", "restricted"]
 P = TypeVar("P", bound=BaseModel)
 
 DEFAULT_MIN_EFFECT = 0.2  # relative, for ratios
@@ -305,11 +306,12 @@ class ScalarCompareParams(_TwoArms):
     ``stat(treated) - stat(baseline)`` with ``-/+ min_effect`` in the metric's units (no default:
     it must be stated). The boundary belongs to the claimed region. ``censored`` (time
     metrics): ``as_budget`` (default) enters censored values at the budget under the
-    lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored. For a value
-    metric (signed) a ratio is judged only when every value is > 0 (else INCONCLUSIVE: use
-    ``effect: difference``). ``margin`` (non-inferiority; min_effect then defaults to 0):
-    treated is worse than baseline by at most the margin, the claimed region ``ratio <= 1 +
-    margin`` / ``>= 1 - margin`` (``difference <= +margin`` / ``>= -margin``).
+    lower-bound rule; ``refuse`` gives INCONCLUSIVE when any value is censored; ``restricted``
+    compares the restricted times min(T, τ) (τ: the smallest censoring step), exact for every
+    seed. For a value metric (signed) a ratio is judged only when every value is > 0 (else
+    INCONCLUSIVE: use ``effect: difference``). ``margin`` (non-inferiority; min_effect then
+    defaults to 0): treated is worse than baseline by at most the margin, the claimed region
+    ``ratio <= 1 + margin`` / ``>= 1 - margin`` (``difference <= +margin`` / ``>= -margin``).
 
     ``paired`` (default): the effect is the statistic of the per-seed differences
     ``treated_i - baseline_i`` (difference) or ``exp`` of the statistic of the per-seed log
@@ -360,11 +362,12 @@ class EquivalenceParams(CriterionSpec):
     one-arm form). ``margin_kind: absolute`` (metric units) or ``relative`` (a fraction < 1, on
     the ratio scale ``[1 - margin, 1 / (1 - margin)]``, values must be > 0). CI at ``1 - 2
     alpha``. ``usevar``: Welch (``unequal``, default) or pooled variance, two-arm form only.
-    ``censored`` (time metrics): ``refuse`` (default; censored values make "equal" unjudgeable)
-    or ``as_budget`` under the lower-bound rule (the mean is never determined with censoring,
-    so SUPPORTED is then always withheld). ``paired`` (two-arm form, default): TOST on the
-    per-seed differences (logs for a relative margin) of the seeds both arms have (one-sample
-    t); ``false``: the two-sample TOST.
+    ``censored`` (time metrics): ``refuse`` (default; censored values make "equal" unjudgeable),
+    ``as_budget`` under the lower-bound rule (the mean is never determined with censoring, so
+    SUPPORTED is then always withheld), or ``restricted``: the arms' restricted times min(T, τ)
+    (τ: the smallest censoring step), exact for every seed. ``paired`` (two-arm form,
+    default): TOST on the per-seed differences (logs for a relative margin) of the seeds both
+    arms have (one-sample t); ``false``: the two-sample TOST.
     """
 
     name: Literal["equivalence"]
@@ -526,7 +529,8 @@ class ValueParams(_OneArm):
     order-statistic interval) over seeds. Claimed region ``[target - tol, target + tol]``, both
     ends included: SUPPORTED when the CI lies within it, REFUTED when wholly outside, else
     INCONCLUSIVE. ``censored`` (time metrics): ``refuse`` (default: a lower bound cannot place a
-    value in an interval) or ``as_budget`` under the lower-bound rule.
+    value in an interval), ``as_budget`` under the lower-bound rule, or ``restricted`` (the
+    restricted time min(T, τ), τ the smallest censoring step).
     """
 
     name: Literal["value"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -223,9 +223,38 @@ def censoring_details(arms: Sequence[ArmSample], policy: CensoredPolicy) -> dict
                      "on the true value; the lower-bound rule withholds any verdict that this "
                      "could have produced (see docs/verdicts.md)",
         "refuse": "censored: refuse -- any censored value withholds the verdict (INCONCLUSIVE)",
+        "restricted": "censored: restricted -- every time enters as min(T, τ), τ the smallest "
+                      "censoring step, which is exact for censored seeds too (no lower-bound rule)",
     }[policy]
+    tau = restriction(arms) if policy == "restricted" else None
     return {"censoring": how, "censored_policy": policy,
-            "censored_seeds": {a.name: censored_count(a) for a in arms}}
+            "censored_seeds": {a.name: censored_count(a) for a in arms},
+            **({"restricted_tau": tau} if tau is not None else {})}
+
+
+def restriction(arms: Sequence[ArmSample]) -> float | None:
+    """τ of ``censored: restricted``: the smallest censoring step of any arm (None: none)."""
+    cens = [a.values[~a.observed] for a in arms if a.kind == "time"]
+    steps = np.concatenate(cens) if cens else np.array([])
+    return float(steps.min()) if steps.size else None
+
+
+def restricted(arms: Sequence[ArmSample], policy: CensoredPolicy) -> list[ArmSample]:
+    """The arms under ``censored: restricted``: times clipped at τ, where min(T, τ) is known for
+    every seed, so all are observed; unchanged under another policy or without censoring."""
+    tau = restriction(arms) if policy == "restricted" else None
+    if tau is None:
+        return list(arms)
+    return [replace(a, values=np.minimum(a.values, tau), observed=np.ones(a.n, dtype=bool))
+            for a in arms]
+
+
+def restricted_words(arms: Sequence[ArmSample], policy: CensoredPolicy) -> str:
+    """", on restricted times min(T, τ = 4000)" for a test's description, or ""."""
+    tau = restriction(arms) if policy == "restricted" else None
+    if tau is None:
+        return ""
+    return f", on restricted times min(T, τ = {verdict_rules.format_number(tau)})"
 
 
 def refusal(arms: Sequence[ArmSample], policy: CensoredPolicy) -> str | None:

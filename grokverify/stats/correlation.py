@@ -72,6 +72,8 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     x, y, ox, oy = x[pair], y[pair], ox[pair], oy[pair]
     n = int(pair.sum())
     cens = {x_name: int((~ox).sum()), y_name: int((~oy).sum())}
+    if p.censored == "restricted":
+        (x, ox), (y, oy) = _restricted(x, ox), _restricted(y, oy)
     times = [m.label() for m in (p.x, p.y) if m.kind == "time"]
     op = ">=" if p.direction == "positive" else "<="
     word = {"spearman": "Spearman", "pearson": "Pearson"}[p.method]
@@ -117,11 +119,21 @@ def run_correlation(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     return result
 
 
+def _restricted(values: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """min(T, τ), τ the metric's smallest censoring value: exact for every seed."""
+    if observed.all():
+        return values, observed
+    return np.minimum(values, values[~observed].min()), np.ones_like(observed)
+
+
 def _censoring_words(policy: str, times: list[str]) -> str:
     if not times:
         return NOT_CENSORED
     if policy == "refuse":
         return "censored: refuse -- any censored value withholds the verdict"
+    if policy == "restricted":
+        return ("censored: restricted -- each time metric enters as min(T, τ), τ its smallest "
+                "censoring value (exact for every seed)")
     return ("censored values enter at their censoring value (Spearman: tied above observed ones "
             "under a common budget); no lower-bound rule")
 
