@@ -175,6 +175,8 @@ def test_a_fixed_c_trains_as_a_plain_run_with_that_embedding_lr_multiplier(
         assert rec["curves"]["adaptive_lr_ratio.c"] == {"steps": [0, 7, 14, 21, 28],
                                                         "values": [7.0] * 5}
         assert rec["events"] == {"adaptive_lr_ratio": 0}
+    assert fixed.interventions[0].curves() == ["adaptive_lr_ratio.c"]
+    assert "adaptive_lr_ratio.c" in fixed.curves()  # a check or value metric may read it
 
 
 def _f_e(exp: ExperimentSpec, seed: int) -> float:

@@ -212,6 +212,9 @@ def test_recorded_summary_at_step_0_matches_a_reference_from_the_initial_model()
     np.testing.assert_allclose(curves["gradient_sampling.max_weight"]["values"][0],
                                len(p) * p.max(), rtol=1e-9)
     assert curves["gradient_sampling.max_weight"]["values"][0] > 1.5  # far from uniform
+    # the spec names what the engine records: checks and value metrics read these curves
+    assert set(exp.interventions[0].curves()) <= set(curves)
+    assert set(exp.interventions[0].curves()) <= set(exp.curves())
 
 
 def test_full_batch_draws_as_many_rows_as_the_training_set_with_replacement() -> None:

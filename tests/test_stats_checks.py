@@ -93,7 +93,7 @@ def _criterion(verdict: Verdict = Verdict.REFUTED) -> CriterionResult:
 
 def test_a_failed_check_makes_the_verdict_not_tested_and_keeps_the_criterions() -> None:
     checks = [EventShareSpec(kind="event_share", arm="b", at_least=0.5, why="the baseline "
-                             "must generalise"),
+                             "must generalise.\n"),
               EventShareSpec(kind="event_share", event="fit", at_least=1.0)]
     arms = {"b": (_Exp(), [_record(val_step=None), _record(val_step=10)] + [_record()] * 2),
             "t": (_Exp(), [_record(val_step=5, train_step=1)] * 4)}
@@ -105,6 +105,7 @@ def test_a_failed_check_makes_the_verdict_not_tested_and_keeps_the_criterions() 
     for phrase in ("Not tested", "event_share on b: 0.25", "needed ≥ 0.5",
                    "the baseline must generalise", "would say REFUTED"):
         assert phrase in out.reason
+    assert "generalise;" in out.reason and ". ." not in out.reason  # a why's own full stop
     assert out.details["verdict_if_tested"] == "REFUTED" and out.details["n_boot"] == 9
     assert out.estimate == 1.2 and out.ci == (1.1, 1.3)
 

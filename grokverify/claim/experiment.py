@@ -103,4 +103,5 @@ class ExperimentSpec(StrictModel):
     def curves(self) -> list[str]:
         """The curves every seed's record of this experiment holds (what a value metric can
         read)."""
-        return [*EVAL_CURVES, *(c for p in self.probes for c in p.curves())]
+        return [*EVAL_CURVES, *(c for p in [*self.probes, *self.interventions]
+                                for c in p.curves())]

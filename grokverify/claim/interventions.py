@@ -43,6 +43,10 @@ class InterventionSpec(StrictModel):
     def roles_needed(self) -> tuple[str, ...]:
         return self.roles
 
+    def curves(self) -> list[str]:
+        """The curves it records in each seed's record (a value metric or check can read)."""
+        return []
+
 
 @INTERVENTIONS.register("grokverify.engine.interventions:FreezeEmbeddings")
 class FreezeEmbeddingsSpec(InterventionSpec):
@@ -108,6 +112,9 @@ class AdaptiveLRRatioSpec(InterventionSpec):
     c_min: Float | None = Field(None, gt=0, le=MAX_FACTOR, description="lower clamp of c")
     c_max: Float | None = Field(None, gt=0, le=MAX_FACTOR, description="upper clamp of c")
 
+    def curves(self) -> list[str]:
+        return [f"{self.name}.c"]
+
     @model_validator(mode="after")
     def _ordered_clamp(self) -> AdaptiveLRRatioSpec:
         if self.c_min is not None and self.c_max is not None and self.c_min > self.c_max:
@@ -134,6 +141,9 @@ class GradientSamplingSpec(InterventionSpec):
     gamma_relative: Float | None = Field(
         None, ge=1 / MAX_FACTOR, le=MAX_FACTOR,
         description="γ as a multiple of the seed's current mean of L_i² over its rows")
+
+    def curves(self) -> list[str]:
+        return [f"{self.name}.{k}" for k in ("ess_share", "max_weight")]
 
     @model_validator(mode="after")
     def _one_gamma(self) -> GradientSamplingSpec:

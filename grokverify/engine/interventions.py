@@ -178,7 +178,6 @@ class AdaptiveLRRatio(Intervention):
     updates are linear in lr and their state is free of it; a non-finite c_s keeps c0."""
 
     spec: AdaptiveLRRatioSpec
-    curve = "adaptive_lr_ratio.c"
 
     def __init__(self, spec: AdaptiveLRRatioSpec):
         super().__init__(spec)
@@ -214,7 +213,7 @@ class AdaptiveLRRatio(Intervention):
         """Hand the c_s computed so far to the shard's curves (`after_init` runs before the
         shard can take them)."""
         for step, c in self.pending:
-            shard.note(step, {self.curve: c})
+            shard.note(step, {self.spec.curves()[0]: c})
         self.pending.clear()
 
     @staticmethod

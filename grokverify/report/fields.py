@@ -127,6 +127,7 @@ def _facts(kind: Kind[type], name: str) -> str:
         facts.append(f"works on {' or '.join(_INPUTS[i] for i in spec.inputs)}")
     if kind is PROBES:
         facts.append(f"reads the {_READS[spec.reads]}")
+    if kind is PROBES or kind is INTERVENTIONS:
         try:
             curves = spec.model_construct(**{kind.tag: name}).curves()
         except Exception:  # curves that depend on a setting without a default

@@ -116,8 +116,8 @@ def not_tested(result: CriterionResult, checks: list[CheckResult]) -> CriterionR
     failed = [c for c in checks if not c.passes]
     if not failed:
         return result
-    reason = ("Not tested: " + "; ".join(c.words() + (f" — {c.why}" if c.why else "")
-                                         for c in failed)
+    reason = ("Not tested: " + "; ".join(c.words() + (f" — {c.why.strip().rstrip('.')}"
+                                                      if c.why else "") for c in failed)
               + f". The criterion alone would say {result.verdict.value}.")
     details = {**result.details, "verdict_if_tested": result.verdict.value,
                "reason_if_tested": result.reason}
