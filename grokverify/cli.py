@@ -608,6 +608,7 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def _print_checks(loaded: LoadedClaim, console: Console) -> None:
     """The checks a claim declares, and the built-in ones that apply and it does not declare."""
     from grokverify.claim.checks import undeclared
+    from grokverify.claim.reach import unreachable
 
     claim = loaded.claim
     declared = ", ".join(sorted({c.kind for c in claim.checks})) or "none"
@@ -618,6 +619,8 @@ def _print_checks(loaded: LoadedClaim, console: Console) -> None:
     if claim.interpretation is None:
         console.print("  no interpretation: the report cannot say what its verdict means",
                       markup=False, highlight=False)
+    for why in unreachable(loaded):
+        console.print(f"  cannot be reached: {why}", markup=False, highlight=False)
 
 
 def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
