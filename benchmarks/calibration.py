@@ -620,12 +620,15 @@ def build_settings(n_boot: int) -> list[Setting]:
                 P(_times2, ratio=0.8, budget=tiny), 0.8, 12, True),
     ]
     # censored: restricted (equivalence on min(T, τ), relative margin 0.2): the truth on the
-    # margin 1.25, heavy (39% / 81% of the seeds at τ) and light (3% / 9%) censoring
+    # margin 1.25, heavy (39% / 81% of the seeds at τ; 12 and 24 seeds), moderate (20% / 43%)
+    # and light (3% / 9%) censoring
     tau_r = BASE * 1.15
     eq_r = {**eq_rel, "censored": "restricted"}
     r_r = _ratio_for_restricted_ratio(1.25, RHO, 0.5, tau_r)
     tau_l = BASE * 2.5
     r_l = _ratio_for_restricted_ratio(1.25, RHO, 0.5, tau_l)
+    tau_m = BASE * 1.5
+    r_m = _ratio_for_restricted_ratio(1.25, RHO, 0.5, tau_m)
     out += [
         Setting("equivalence", f"censored: restricted, paired rho {RHO}, heavy: "
                 f"{_cens(r_r, 0.5, tau_r, None)}, restricted ratio 1.25", eq_r,
@@ -635,6 +638,11 @@ def build_settings(n_boot: int) -> list[Setting]:
         Setting("equivalence", f"censored: restricted, paired rho {RHO}, light: "
                 f"{_cens(r_l, 0.5, tau_l, None)}, restricted ratio 1.25", eq_r,
                 P(_ctimes2, ratio=r_l, rho=RHO, budget=tau_l), 1.25, 12, True, paired=True),
+        Setting("equivalence", f"censored: restricted, paired rho {RHO}, heavy, 24 seeds", eq_r,
+                P(_ctimes2, ratio=r_r, rho=RHO, budget=tau_r), 1.25, 24, True, paired=True),
+        Setting("equivalence", f"censored: restricted, paired rho {RHO}, moderate: "
+                f"{_cens(r_m, 0.5, tau_m, None)}, restricted ratio 1.25", eq_r,
+                P(_ctimes2, ratio=r_m, rho=RHO, budget=tau_m), 1.25, 12, True, paired=True),
     ]
     # NOT TESTED: the baseline generalises in ~30% of seeds, under the claim's check that it
     # does in >= 50%; the truth on θ (0.8): a decided claim is an error unless the check passes

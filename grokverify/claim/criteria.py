@@ -367,7 +367,8 @@ class EquivalenceParams(CriterionSpec):
     SUPPORTED is then always withheld), or ``restricted``: the arms' restricted times min(T, τ)
     (τ: the smallest censoring step), exact for every seed. ``paired`` (two-arm form,
     default): TOST on the per-seed differences (logs for a relative margin) of the seeds both
-    arms have (one-sample t); ``false``: the two-sample TOST.
+    arms have (one-sample t); ``false``: the two-sample TOST. With ``restricted`` and seeds at
+    τ the one-sample form's CI is a bootstrap-t (``n_boot`` resamples from ``bootstrap_seed``).
     """
 
     name: Literal["equivalence"]
@@ -381,6 +382,8 @@ class EquivalenceParams(CriterionSpec):
     alpha: Float = Field(0.05, gt=0, lt=0.5)
     censored: CensoredPolicy = "refuse"
     paired: Paired = True
+    n_boot: NBoot = 2000
+    bootstrap_seed: RngSeed = 0
 
     @model_validator(mode="after")
     def _one_form(self) -> EquivalenceParams:
