@@ -12,6 +12,7 @@ from grokverify.claim.checks import (
     EventShareSpec,
     ProbeResolutionSpec,
     RareValueCoverageSpec,
+    ReachableSplitSpec,
     ValueWithinSpec,
 )
 from grokverify.claim.tasks import TaskSpec
@@ -21,6 +22,7 @@ from grokverify.stats.checks import (
     not_tested,
     probe_resolution,
     rare_value_coverage,
+    reachable_split,
     run_checks,
     value_within,
 )
@@ -83,6 +85,28 @@ def test_rare_value_coverage_tells_a_skewed_split_from_a_random_one() -> None:
     assert rare_value_coverage(spec, records, _Exp(random)) > 0.15
 
 
+def test_reachable_split_counts_the_splits_that_can_reach_the_validation_threshold() -> None:
+    """Paper 2's toy at 45 of 55 pairs: 9 of seeds 0-23 (4, 7, 8, 9, 11, 12, 16, 20, 23) hold
+    out every pair of some sum, capping validation at 0.6-0.8 < 0.9
+    (claims/p2_appg_small_decoder_init_comprehends.yaml's notes); p = 31 modular: none."""
+    class Exp:
+        def __init__(self, task: TaskSpec, tau: float) -> None:
+            self.task = task
+            self.training = type("T", (), {"val_threshold": tau})()
+
+    toy = TaskSpec(op="add", p=10, modular=False, unordered=True, train_frac=0.82,
+                   test_frac=None)
+    spec = ReachableSplitSpec(kind="reachable_split", at_least=0.9)
+    records = [_record(seed=s) for s in range(24)]
+    assert reachable_split(spec, records, Exp(toy, 0.9)) == pytest.approx(15 / 24)
+    assert not spec.passes(15 / 24)
+    bad = [_record(seed=s) for s in (4, 7, 8, 9, 11, 12, 16, 20, 23)]
+    assert reachable_split(spec, bad, Exp(toy, 0.9)) == 0.0
+    assert reachable_split(spec, bad, Exp(toy, 0.6)) == 1.0  # every ceiling is >= 0.6
+    modular = TaskSpec(op="add", p=31, train_frac=0.6, test_frac=0.2)
+    assert reachable_split(spec, records[:4], Exp(modular, 0.95)) == 1.0
+
+
 def _criterion(verdict: Verdict = Verdict.REFUTED) -> CriterionResult:
     return CriterionResult(
         criterion="survival_compare", effect_label="x", estimate=1.2, ci=(1.1, 1.3),
@@ -133,3 +157,15 @@ def test_rare_value_coverage_refuses_an_unordered_task() -> None:
                          split="skewed")
     assert "rare by construction" in spec.cannot_measure(_Exp(unordered))
     assert spec.cannot_measure(_Exp(TaskSpec(op="add", p=31, train_frac=0.3))) is None
+
+
+def test_arms_failing_a_check_alike_are_named_together() -> None:
+    """Five arms failing one check with one value read as one clause, its why once; an arm
+    with another value keeps its own."""
+    spec = EventShareSpec(kind="event_share", at_least=0.5, why="The baseline must grok.")
+    failing = [_record(val_step=None)] * 3 + [_record(val_step=5)]
+    arms = {name: (_Exp(), failing) for name in ("a", "b", "c")}
+    arms["d"] = (_Exp(), [_record(val_step=None)] * 4)
+    out = not_tested(_criterion(), run_checks([spec], "", arms))
+    assert "event_share on a, b, c: 0.25" in out.reason and "event_share on d: 0" in out.reason
+    assert out.reason.count("The baseline must grok") == 2

@@ -162,6 +162,32 @@ class RareValueCoverageSpec(CheckSpec):
         return None
 
 
+@CHECKS.register("grokverify.stats.checks:reachable_split")
+class ReachableSplitSpec(CheckSpec):
+    """The share of an arm's seeds whose split lets validation accuracy reach τ_val: a held-out
+    pair whose label no training pair shows cannot be learnt, so a split that holds out every
+    pair of some labels caps validation below τ_val whatever the training does."""
+
+    kind: Literal["reachable_split"]
+
+    def describe(self) -> str:
+        return ("share of seeds whose split lets validation accuracy reach τ_val (the held-out "
+                "pairs whose label training shows)")
+
+    @classmethod
+    def applies(cls, claim: Any, experiments: list[Any]) -> str | None:
+        if claim.metric.reads_validation and any(getattr(e.task, "unordered", False)
+                                                 for e in experiments):
+            return ("an unordered task has labels with one or two pairs: a split can hold all of "
+                    "them out and cap validation accuracy")
+        return None
+
+    def cannot_measure(self, experiment: Any) -> str | None:
+        if getattr(type(experiment.task), "inputs", None) != "pairs":
+            return "check reachable_split reads a pair task's split, and this task gives images"
+        return None
+
+
 def undeclared(claim: Any, experiments: list[Any]) -> dict[str, str]:
     """Built-in check kinds that apply to a claim and that it does not declare: name -> why."""
     declared = {c.kind for c in claim.checks}

@@ -31,6 +31,7 @@ class MetricSpec(StrictModel):
     curve_keys: ClassVar[tuple[str, ...]] = ()  # the fields that name a record curve
     # a category's code, not a quantity: only criteria that read codes take it (and only it)
     codes: ClassVar[bool] = False
+    reads_validation: ClassVar[bool] = False  # whether the value depends on τ_val being reached
     name: str
     on_diverged: str  # each kind narrows it to the rules that apply
 
@@ -74,6 +75,7 @@ class TimeMetric(MetricSpec):
 class ValThresholdStep(TimeMetric):
     """Steps until validation accuracy first reaches τ_val; censored at the budget."""
 
+    reads_validation: ClassVar[bool] = True
     name: Literal["val_threshold_step"]
 
 
@@ -90,6 +92,7 @@ class GrokkingLag(TimeMetric):
     validation never gets there; undefined when the training set is never fitted."""
 
     undefined: ClassVar[str] = "undefined (training set never fitted)"
+    reads_validation: ClassVar[bool] = True
     name: Literal["grokking_lag"]
 
 
@@ -100,6 +103,7 @@ class DelayRatio(TimeMetric):
     gets there; undefined when the training set is never fitted."""
 
     undefined: ClassVar[str] = "undefined (training set never fitted)"
+    reads_validation: ClassVar[bool] = True
     name: Literal["delay_ratio"]
 
 
@@ -303,6 +307,7 @@ class PhaseIs(ValueMetric):
     the training set not fitted (whatever validation did). An arm's mean is the share of its
     seeds in that phase: one cell of a phase diagram."""
 
+    reads_validation: ClassVar[bool] = True
     name: Literal["phase_is"]
     phase: Literal["comprehension", "grokking", "memorization", "confusion"] = Field(
         description="the phase whose indicator this is")
@@ -322,6 +327,7 @@ class Phase(ValueMetric):
     phases (phase_order); an arm's mean of codes means nothing."""
 
     codes: ClassVar[bool] = True
+    reads_validation: ClassVar[bool] = True
     name: Literal["phase"]
     lag: Int = Field(1000, ge=1, le=MAX_STEPS, description=(
         "steps by which validation may lag training and still be comprehension (Table 1: "

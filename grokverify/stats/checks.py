@@ -74,6 +74,18 @@ def rare_value_coverage(spec: Any, records: list[Record], experiment: Any) -> fl
     return _median(shares)
 
 
+def reachable_split(spec: Any, records: list[Record], experiment: Any) -> float:
+    from grokverify.engine.tasks import build_dataset
+
+    task, tau = experiment.task, experiment.training.val_threshold
+    reachable = []
+    for seed in sorted({int(r["result"]["seed"]) for r in records}):
+        data = build_dataset(task, seed)
+        shown = np.isin(data.y[data.val_idx], data.y[data.train_idx])
+        reachable.append(float(shown.mean() if shown.size else 1.0) >= tau)
+    return float(np.mean(reachable)) if reachable else math.nan
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """One check on one arm: what it measured against what the test needs."""
@@ -116,8 +128,14 @@ def not_tested(result: CriterionResult, checks: list[CheckResult]) -> CriterionR
     failed = [c for c in checks if not c.passes]
     if not failed:
         return result
-    reason = ("Not tested: " + "; ".join(c.words() + (f" — {c.why.strip().rstrip('.')}"
-                                                      if c.why else "") for c in failed)
+    # arms that fail one check with the same value are named together, its why said once
+    groups: dict[tuple[str, float, str, str, str], list[str]] = {}
+    for c in failed:
+        groups.setdefault((c.check, c.measured, c.what, c.needed, c.why), []).append(c.arm)
+    parts = [CheckResult(check, ", ".join(arms), what, measured, needed, False, why).words()
+             + (f" — {why.strip().rstrip('.')}" if why else "")
+             for (check, measured, what, needed, why), arms in groups.items()]
+    reason = ("Not tested: " + "; ".join(parts)
               + f". The criterion alone would say {result.verdict.value}.")
     details = {**result.details, "verdict_if_tested": result.verdict.value,
                "reason_if_tested": result.reason}
