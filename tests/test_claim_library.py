@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from grokverify.claim.load import load_claim
 CLAIMS = Path(__file__).resolve().parents[1] / "claims"
 
 
-def _arms(name: str, scale: str) -> dict[str, object]:
+def _arms(name: str, scale: str) -> dict[str, Any]:
     loaded = load_claim(CLAIMS / f"{name}.yaml")
     return {f"{m}/{a}": exp for m, arms in loaded.members(scale).items()
             for a, exp in arms.items()}

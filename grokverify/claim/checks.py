@@ -134,8 +134,19 @@ class ProbeResolutionSpec(_CurveCheckSpec):
         return None
 
 
+class _PairSplitCheckSpec(CheckSpec):
+    """A check that reads each seed's split of a pair task (its datasets are rebuilt from the
+    seed): an image task has no operand pairs to read."""
+
+    def cannot_measure(self, experiment: Any) -> str | None:
+        if getattr(type(experiment.task), "inputs", None) != "pairs":
+            return (f"check {self.kind} reads a pair task's split, and this task gives "  # type: ignore[attr-defined]
+                    "images")
+        return None
+
+
 @CHECKS.register("grokverify.stats.checks:rare_value_coverage")
-class RareValueCoverageSpec(CheckSpec):
+class RareValueCoverageSpec(_PairSplitCheckSpec):
     """Of the rarest values of operand a (the `rarest` share of values, fewest training pairs
     first), the share of their pairs that are in training, median over seeds: a skewed split
     that starves nothing leaves this near the training fraction."""
@@ -154,8 +165,8 @@ class RareValueCoverageSpec(CheckSpec):
         return None
 
     def cannot_measure(self, experiment: Any) -> str | None:
-        if getattr(type(experiment.task), "inputs", None) != "pairs":
-            return "check rare_value_coverage measures operand pairs, and this task gives images"
+        if why := super().cannot_measure(experiment):
+            return why
         if experiment.task.unordered:
             return ("check rare_value_coverage counts the pairs of each value of a, which an "
                     "unordered task (a <= b) makes rare by construction")
@@ -163,7 +174,7 @@ class RareValueCoverageSpec(CheckSpec):
 
 
 @CHECKS.register("grokverify.stats.checks:reachable_split")
-class ReachableSplitSpec(CheckSpec):
+class ReachableSplitSpec(_PairSplitCheckSpec):
     """The share of an arm's seeds whose split lets validation accuracy reach τ_val: a held-out
     pair whose label no training pair shows cannot be learnt, so a split that holds out every
     pair of some labels caps validation below τ_val whatever the training does."""
@@ -180,11 +191,6 @@ class ReachableSplitSpec(CheckSpec):
                                                  for e in experiments):
             return ("an unordered task has labels with one or two pairs: a split can hold all of "
                     "them out and cap validation accuracy")
-        return None
-
-    def cannot_measure(self, experiment: Any) -> str | None:
-        if getattr(type(experiment.task), "inputs", None) != "pairs":
-            return "check reachable_split reads a pair task's split, and this task gives images"
         return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,13 +58,18 @@ def probe_resolution(spec: Any, records: list[Record], experiment: Any) -> float
     return interval / at if at > 0 else math.inf
 
 
-def rare_value_coverage(spec: Any, records: list[Record], experiment: Any) -> float:
+def _splits(records: list[Record], task: Any) -> Iterator[Any]:
+    """The dataset of each seed the records hold, in seed order (splits follow from the seed)."""
     from grokverify.engine.tasks import build_dataset
 
+    for seed in sorted({int(r["result"]["seed"]) for r in records}):
+        yield build_dataset(task, seed)
+
+
+def rare_value_coverage(spec: Any, records: list[Record], experiment: Any) -> float:
     task = experiment.task
     shares = []
-    for seed in sorted({int(r["result"]["seed"]) for r in records}):
-        data = build_dataset(task, seed)
+    for data in _splits(records, task):
         every = np.bincount(data.a, minlength=task.p)
         trained = np.bincount(data.a[data.train_idx], minlength=task.p)
         present = np.flatnonzero(every > 0)
@@ -75,14 +80,11 @@ def rare_value_coverage(spec: Any, records: list[Record], experiment: Any) -> fl
 
 
 def reachable_split(spec: Any, records: list[Record], experiment: Any) -> float:
-    from grokverify.engine.tasks import build_dataset
-
-    task, tau = experiment.task, experiment.training.val_threshold
     reachable = []
-    for seed in sorted({int(r["result"]["seed"]) for r in records}):
-        data = build_dataset(task, seed)
+    for data in _splits(records, experiment.task):
         shown = np.isin(data.y[data.val_idx], data.y[data.train_idx])
-        reachable.append(float(shown.mean() if shown.size else 1.0) >= tau)
+        reachable.append(float(shown.mean() if shown.size else 1.0)
+                         >= experiment.training.val_threshold)
     return float(np.mean(reachable)) if reachable else math.nan
 
 
@@ -129,12 +131,12 @@ def not_tested(result: CriterionResult, checks: list[CheckResult]) -> CriterionR
     if not failed:
         return result
     # arms that fail one check with the same value are named together, its why said once
-    groups: dict[tuple[str, float, str, str, str], list[str]] = {}
+    groups: dict[tuple[str, float, str, str, str], list[CheckResult]] = {}
     for c in failed:
-        groups.setdefault((c.check, c.measured, c.what, c.needed, c.why), []).append(c.arm)
-    parts = [CheckResult(check, ", ".join(arms), what, measured, needed, False, why).words()
-             + (f" — {why.strip().rstrip('.')}" if why else "")
-             for (check, measured, what, needed, why), arms in groups.items()]
+        groups.setdefault((c.check, c.measured, c.what, c.needed, c.why), []).append(c)
+    named = [dataclasses.replace(cs[0], arm=", ".join(c.arm for c in cs))
+             for cs in groups.values()]
+    parts = [c.words() + (f" — {c.why.strip().rstrip('.')}" if c.why else "") for c in named]
     reason = ("Not tested: " + "; ".join(parts)
               + f". The criterion alone would say {result.verdict.value}.")
     details = {**result.details, "verdict_if_tested": result.verdict.value,
