@@ -65,6 +65,19 @@ def test_validate_names_the_built_in_checks_that_apply(capsys: pytest.CaptureFix
     assert "applies and is not declared" not in out
 
 
+def test_init_sigma_ratio_applies_to_a_rescaled_arm_and_needs_e_and_w(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    matched = CLAIM.replace("  training:\n", "  interventions: [{name: rescale_embedding, "
+                            "sigma_max: W}]\n  training:\n", 1)
+    rc, out, _ = validate(capsys, write(tmp_path, matched))
+    assert rc == 0 and "check init_sigma_ratio applies" in out
+    check = "checks:\n  - kind: init_sigma_ratio\n    at_least: 0.99\n"
+    transformer = CLAIM.replace("kind: embed_mlp\n    d: 64\n    hidden: 256\n",
+                                "kind: transformer\n    d: 16\n    mlp: 32\n") + check
+    assert_bad(capsys, tmp_path, transformer, line_no(transformer, "- kind: init_sigma_ratio"),
+               "checks[0]", "reads the embedding E and the weights W", "'transformer' has: E")
+
+
 def test_the_interpretation_gives_the_sentence_under_each_verdict() -> None:
     spec = InterpretationSpec(supported="c = 10 helps SGD too.", refuted="It does not.",
                               inconclusive="Undecided.",

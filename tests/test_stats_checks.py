@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
-from conftest import seed_result
+import torch
+from conftest import ADD7, make_exp, seed_result
 
 from grokverify.claim.checks import (
     EventShareSpec,
+    InitSigmaRatioSpec,
     ProbeResolutionSpec,
     RareValueCoverageSpec,
     ReachableSplitSpec,
@@ -19,6 +22,7 @@ from grokverify.claim.tasks import TaskSpec
 from grokverify.stats.base import CriterionResult
 from grokverify.stats.checks import (
     event_share,
+    init_sigma_ratio,
     not_tested,
     probe_resolution,
     rare_value_coverage,
@@ -105,6 +109,38 @@ def test_reachable_split_counts_the_splits_that_can_reach_the_validation_thresho
     assert reachable_split(spec, bad, Exp(toy, 0.6)) == 1.0  # every ceiling is >= 0.6
     modular = TaskSpec(op="add", p=31, train_frac=0.6, test_frac=0.2)
     assert reachable_split(spec, records[:4], Exp(modular, 0.95)) == 1.0
+
+
+def test_init_sigma_ratio_measures_each_seeds_model_at_step_0() -> None:
+    """Known answer: σmax(E)/σmax(W) of the seeds' models as built; a σmax-matched E gives 1,
+    a factor scales the ratio by it."""
+    from grokverify.engine.batched import BatchedModel
+    from grokverify.engine.data import SeedData
+    from grokverify.engine.fast import fast_path_for
+    from grokverify.engine.probes import sigma_max_of
+
+    def exp(*interventions: dict[str, Any]) -> Any:
+        return make_exp(ADD7, {"kind": "embed_mlp", "d": 8, "hidden": 16},
+                        {"name": "adamw", "lr": 1e-3}, {"steps": 10, "eval_interval": 5},
+                        interventions=list(interventions))
+
+    spec = InitSigmaRatioSpec(kind="init_sigma_ratio", at_least=0.99, at_most=1.01)
+    records = [_record(seed=s) for s in (3, 5, 9)]
+    plain = exp()
+    model = BatchedModel(plain.model, SeedData(plain.task, [3, 5, 9], torch.device("cpu")).shape,
+                         [3, 5, 9], torch.float32, fast_path_for(plain.model, True))
+    want = float(np.median((sigma_max_of(model.role_param("E"))
+                            / sigma_max_of(model.role_param("W"))).tolist()))
+    assert init_sigma_ratio(spec, records, plain) == pytest.approx(want, rel=1e-6)
+    assert want > 2 and not spec.passes(want)
+    matched = init_sigma_ratio(spec, records, exp({"name": "rescale_embedding",
+                                                   "sigma_max": "W"}))
+    assert matched == pytest.approx(1.0, abs=1e-5) and spec.passes(matched)
+    doubled = exp({"name": "rescale_embedding", "factor": 2.0})
+    assert init_sigma_ratio(spec, records, doubled) == pytest.approx(2 * want, rel=1e-5)
+    assert init_sigma_ratio(spec, records[:1], plain) == pytest.approx(
+        float((sigma_max_of(model.role_param("E")) / sigma_max_of(model.role_param("W")))[0]),
+        rel=1e-6)
 
 
 def _criterion(verdict: Verdict = Verdict.REFUTED) -> CriterionResult:

@@ -194,6 +194,32 @@ class ReachableSplitSpec(_PairSplitCheckSpec):
         return None
 
 
+@CHECKS.register("grokverify.stats.checks:init_sigma_ratio")
+class InitSigmaRatioSpec(CheckSpec):
+    """σmax(E)/σmax(W) at step 0, after the interventions that act at initialisation, median
+    over an arm's seeds (rebuilt from the seeds): a σmax-matched arm must start at 1, the arm
+    it is compared with far from it, or the matching changed nothing."""
+
+    kind: Literal["init_sigma_ratio"]
+
+    def describe(self) -> str:
+        return "σmax(E)/σmax(W) at step 0 (median over seeds)"
+
+    def cannot_measure(self, experiment: Any) -> str | None:
+        roles = type(experiment.model).roles
+        if "E" in roles and "W" in roles:
+            return None
+        return (f"check init_sigma_ratio reads the embedding E and the weights W, and model "
+                f"{experiment.model.kind!r} has: {', '.join(roles) or 'neither'}")
+
+    @classmethod
+    def applies(cls, claim: Any, experiments: list[Any]) -> str | None:
+        if any(getattr(iv, "sigma_max", None) is not None for e in experiments
+               for iv in e.interventions):
+            return "an arm rescales E to a σmax: its starting ratio σmax(E)/σmax(W) shows it did"
+        return None
+
+
 def undeclared(claim: Any, experiments: list[Any]) -> dict[str, str]:
     """Built-in check kinds that apply to a claim and that it does not declare: name -> why."""
     declared = {c.kind for c in claim.checks}

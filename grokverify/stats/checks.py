@@ -88,6 +88,20 @@ def reachable_split(spec: Any, records: list[Record], experiment: Any) -> float:
     return float(np.mean(reachable)) if reachable else math.nan
 
 
+def init_sigma_ratio(spec: Any, records: list[Record], experiment: Any) -> float:
+    """The seeds' models as training builds them (initial weights follow from the seed)."""
+    import torch
+
+    from grokverify.engine.loop import Shard
+    from grokverify.engine.probes import sigma_max_of
+
+    seeds = sorted({int(r["result"]["seed"]) for r in records})
+    model = Shard(experiment, seeds, torch.device("cpu")).model
+    with torch.no_grad():
+        ratio = sigma_max_of(model.role_param("E")) / sigma_max_of(model.role_param("W"))
+    return _median(ratio[:len(seeds)].tolist())
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """One check on one arm: what it measured against what the test needs."""
