@@ -510,7 +510,7 @@ def test_restricted_seeds_at_tau_take_the_bootstrap_t_interval() -> None:
     """With seeds at τ the paired TOST's CI is the bootstrap-t of the mean per-seed log ratio
     (the atom at τ skews it; the t interval under-covers: benchmarks/README.md); without any,
     the t interval as before. The p's are the bootstrap-t's against the margins."""
-    from grokverify.stats.scalar import mean_bootstrap_t_ci
+    from grokverify.stats.common import mean_bootstrap_t_ci
 
     rng = np.random.default_rng(5)
     times = np.exp(rng.normal(np.log(1000), 0.3, 16))

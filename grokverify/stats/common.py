@@ -1,10 +1,11 @@
 """Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the pairing
 of two arms by seed, the censoring policies and their lower-bound rule, statistics of a per-seed
-scalar, and the BCa bootstrap with its one-sided p-values. The rules they implement are
+scalar, and the BCa and bootstrap-t intervals with their one-sided p-values. The rules they implement are
 docs/verdicts.md's "Paired analysis" and "Censoring and divergence"."""
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -484,3 +485,66 @@ def bca_p_values(dist: np.ndarray, z0: float, a: float, region: Region,
             "p_method": "inversion of the bootstrap interval: the smallest one-sided level at "
                         "which it lies wholly inside (support) / outside (refute) the claimed "
                         "region"}
+
+
+@dataclass(frozen=True)
+class Sides:
+    """One-sided p-values of a statistic against a boundary b, each the smallest alpha/2 at
+    which the CI's end passes b: ``ge``/``le`` that it is >= b / <= b (supporting: a CI end at b
+    is inside), ``gt``/``lt`` that it is > b / < b (refuting: strictly outside)."""
+
+    ge: float
+    le: float
+    gt: float
+    lt: float
+
+
+def mean_bootstrap_t_ci(x: np.ndarray, ci_level: float, n_boot: int,
+                        seed: int) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Bootstrap-t (studentized) CI of the mean, ``(m - q_hi s, m - q_lo s)`` from the inverted-
+    CDF quantiles of ``t* = (m* - m) / s*`` (docs/verdicts.md, "`value`"); unlike the t interval
+    it follows skewness."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
+    details: dict[str, Any] = {
+        "ci_method": "bootstrap-t (studentized): mean - t*_(1-alpha/2) se, mean - t*_(alpha/2) se",
+        "n_boot": int(n_boot), "bootstrap_seed": int(seed)}
+    if se == 0:
+        details["degenerate"] = "all values equal: the CI is the single value"
+        details[INTERVAL_FAILS] = (f"all {n} values equal {verdict_rules.format_number(m)}: a "
+                                   "mean's interval has no spread to estimate, and a single "
+                                   "value is no CI")
+        details["sides"] = lambda b: Sides(float(m < b), float(m > b), float(m <= b),
+                                           float(m >= b))
+        return (m, m), details
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    xb = x[idx]
+    mb = xb.mean(axis=1)
+    sb = xb.std(axis=1, ddof=1) / math.sqrt(n)
+    with np.errstate(all="ignore"):
+        t = (mb - m) / sb
+    t = t[~np.isnan(t)]
+    alpha = 1.0 - ci_level
+    flat = int((sb == 0).sum())
+    if flat:
+        details["no_spread_resamples"] = flat
+    if flat > alpha / 2 * n_boot:
+        details[INTERVAL_FAILS] = (
+            f"{flat} of {n_boot} bootstrap resamples have no spread (more than α/2 = "
+            f"{verdict_rules.format_number(alpha / 2)} of them), so the bootstrap-t's "
+            "studentized ends are infinite or undefined: the values are too near constant for "
+            "this interval")
+    q_lo, q_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+    details["n_dropped_resamples"] = int(n_boot - t.size)
+    details["sides"] = functools.partial(_bootstrap_t_sides, np.sort(t), m, se)
+    return (float(m - q_hi * se), float(m - q_lo * se)), details
+
+
+def _bootstrap_t_sides(t: np.ndarray, m: float, se: float, b: float) -> Sides:
+    """`Sides` of the bootstrap-t against `b` (`t` sorted), read off its inverted-CDF quantiles:
+    the CI's low end ``m - q_(1-a) se`` is >= b when a share of at most a of the t* lies above
+    ``(m - b) / se``, and its high end ``m - q_a se`` is <= b when a share below a lies under."""
+    c, n = (m - b) / se, t.size
+    under, through = np.searchsorted(t, c, side="left"), np.searchsorted(t, c, side="right")
+    return Sides(ge=(n - through) / n, le=under / n, gt=(n - under) / n, lt=through / n)

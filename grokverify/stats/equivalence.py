@@ -30,6 +30,7 @@ from grokverify.stats.common import (
     determined,
     lower_bound_details,
     lower_bound_rule,
+    mean_bootstrap_t_ci,
     pair_arms,
     paired_effects,
     refusal,
@@ -39,7 +40,6 @@ from grokverify.stats.common import (
     too_few_seeds,
     with_analysis,
 )
-from grokverify.stats.scalar import mean_bootstrap_t_ci
 
 NAME = "equivalence"
 
