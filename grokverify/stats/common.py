@@ -1,7 +1,7 @@
 """Pieces shared by the criteria: arm look-up, per-arm rows, INCONCLUSIVE results, the pairing
 of two arms by seed, the censoring policies and their lower-bound rule, statistics of a per-seed
-scalar, and the BCa and bootstrap-t intervals with their one-sided p-values. The rules they implement are
-docs/verdicts.md's "Paired analysis" and "Censoring and divergence"."""
+scalar, and the BCa and bootstrap-t intervals with their one-sided p-values. The rules they
+implement are docs/verdicts.md's "Paired analysis" and "Censoring and divergence"."""
 
 from __future__ import annotations
 
