@@ -17,7 +17,7 @@ from grokverify.stats.simulate import make_arm
 def _params(min_effect: float, **kw: object) -> object:
     return TypeAdapter(CRITERIA.union()).validate_python(
         {"name": "survival_compare", "baseline": "b", "treated": "t", "direction": "less",
-         "min_effect": min_effect, **kw})
+         "min_effect": min_effect} | kw)
 
 
 def _arms(treated: list[float]) -> dict[str, object]:
@@ -35,6 +35,9 @@ def test_a_censored_baseline_bounds_the_ratio_and_names_the_budget_that_could_de
     assert budget_bound(_params(0.2), _arms([400.0, 450, 500, 500, 550, 600])) is None
     assert budget_bound(_params(0.2, effect="difference"), arms) is None
     assert budget_bound(_params(0.2, summary="rmst", tau=900.0), arms) is None
+    scalar = {"name": "scalar_compare", "censored": "restricted"}
+    assert "900 / 1000 = 0.9" in budget_bound(_params(0.2, **scalar), arms)
+    assert budget_bound(_params(0.2, statistic="mean", **scalar), arms) is None
 
 
 def test_plan_says_before_the_run_and_the_reason_after(tmp_path: Path, tiny_claim: Path,

@@ -16,9 +16,11 @@ from grokverify.stats.verdict import Verdict
 
 def budget_bound(params: Any, arms: dict[str, ArmSample]) -> str | None:
     """Why the claim cannot be SUPPORTED at the arms' budget, with the budget that could
-    decide it; None when it can be (or the criterion is not a ratio of time medians)."""
+    decide it; None when it can be (or the criterion is not a ratio of time medians: a mean
+    or an RMST is not bounded that way)."""
     if (getattr(params, "effect", None) != "ratio" or getattr(params, "direction", None) != "less"
             or getattr(params, "summary", "median") != "median"
+            or getattr(params, "statistic", "median") != "median"
             or not {getattr(params, "baseline", None), getattr(params, "treated", None)}
             <= arms.keys()):
         return None
