@@ -362,8 +362,6 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.report.suite import read_report
     from grokverify.run.execute import ExecutionError
     from grokverify.run.pipeline import run_claims
-    from grokverify.run.preflight import PathProblem
-    from grokverify.store import StoreError
 
     prepared = _prepared(args, console)
     if isinstance(prepared, int):
@@ -375,11 +373,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         runs = run_claims(claims, opts, console)
         suite = write_suite(opts.reports, [read_report(r.report_dir / "result.json")
                                            for r in runs if r.report_dir is not None])
-    except (ExecutionError, StoreError, PathProblem) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return EXIT_RUN_FAILED
-    except OSError as exc:
-        return _os_error(exc, console)
+    except (ExecutionError, OSError) as exc:
+        return _run_failed(exc, console)
     for run in runs:
         _print_run(run, console)
     _print_suite(suite, console)
@@ -392,8 +387,7 @@ def _prepared(args: argparse.Namespace, console: Console
     trains; an exit code where there is nothing to do or the input is bad."""
     from grokverify.run.execute import ExecutionError
     from grokverify.run.pipeline import RunOptions, device_for
-    from grokverify.run.preflight import PathProblem, claim_problems, path_problems
-    from grokverify.store import StoreError
+    from grokverify.run.preflight import claim_problems, path_problems
 
     problem = _argument_problem(args)
     if problem:
@@ -413,18 +407,14 @@ def _prepared(args: argparse.Namespace, console: Console
         if not claims:
             return EXIT_OK
         path_problems(claims, opts)
-    except (ExecutionError, StoreError, PathProblem) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return EXIT_RUN_FAILED
-    except OSError as exc:
-        return _os_error(exc, console)
+    except (ExecutionError, OSError) as exc:
+        return _run_failed(exc, console)
     return claims, opts, device, limits
 
 
 def _cmd_pilot(args: argparse.Namespace, console: Console) -> int:
     from grokverify.run.execute import ExecutionError
     from grokverify.run.pilot import run_pilot
-    from grokverify.store import StoreError
 
     if args.stretch < 1:
         print("grokverify pilot: error: --stretch must be at least 1", file=sys.stderr)
@@ -440,11 +430,8 @@ def _cmd_pilot(args: argparse.Namespace, console: Console) -> int:
     loaded = claims[0]
     try:
         pilot = run_pilot(loaded, opts, args.seeds, args.stretch, console)
-    except (ExecutionError, StoreError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return EXIT_RUN_FAILED
-    except OSError as exc:
-        return _os_error(exc, console)
+    except (ExecutionError, OSError) as exc:
+        return _run_failed(exc, console)
     say = functools.partial(console.print, markup=False, highlight=False)
     say(f"pilot of {loaded.claim.id}, scale {opts.scale}: {args.seeds} seed(s) per arm")
     for regime in [*pilot.at_budget, *pilot.stretched]:
@@ -468,9 +455,17 @@ def _claims_of(args: argparse.Namespace) -> tuple[list[LoadedClaim], Limits]:
     return _load_all(claim_files(args.claims), lambda path: load_claim(path, limits=limits)), limits
 
 
-def _os_error(exc: OSError, console: Console) -> int:
-    console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}: "
-                  f"{escape(str(exc.filename or ''))}")
+def _run_failed(exc: Exception, console: Console) -> int:
+    """A run, pilot or rebuild that failed: our errors in their own words, the system's as
+    "what: file"."""
+    from grokverify.run.preflight import PathProblem
+    from grokverify.store import StoreError
+
+    if isinstance(exc, OSError) and not isinstance(exc, StoreError | PathProblem):
+        console.print(f"[red]error:[/red] {escape(exc.strerror or str(exc))}: "
+                      f"{escape(str(exc.filename or ''))}")
+    else:
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
     return EXIT_RUN_FAILED
 
 
@@ -507,11 +502,8 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         reports = [read_report(d.result_json) for d in done if d.result_json is not None]
         suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES) if reports \
             else []
-    except ExecutionError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}")
-        return EXIT_RUN_FAILED
-    except OSError as exc:
-        return _os_error(exc, console)
+    except (ExecutionError, OSError) as exc:
+        return _run_failed(exc, console)
     for d in done:
         if d.result_json is None:
             console.print(f"[red]NOT REBUILT[/red] {escape(d.claim_id)}: no record in the store "
