@@ -73,6 +73,28 @@ def test_an_estimate_outside_the_old_ci_is_named(tmp_path: Path,
                        "MOVED    fam: mul: estimate 0.5 -> 0.7, outside OLD's 95% CI [0.4, 0.6]"]
 
 
+def test_a_members_changed_verdict_exits_1_though_the_familys_stays(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def member(name: str, verdict: str) -> dict[str, Any]:
+        return {"member": name, "verdict": verdict, "estimate": 0.6, "ci": [0.5, 0.7],
+                "ci_level": 0.95}
+
+    was = [member("lr0.1", "SUPPORTED"), member("lr0.3", "INCONCLUSIVE"),
+           member("lr1", "REFUTED")]
+    now = [member("lr0.1", "INCONCLUSIVE"), member("lr0.3", "INCONCLUSIVE"),
+           member("lr3", "SUPPORTED")]
+    old = _suite(tmp_path / "old.json", _row("fam", "INCONCLUSIVE", members=was),
+                 _row("same", "INCONCLUSIVE", members=was))
+    new = _suite(tmp_path / "new.json", _row("fam", "INCONCLUSIVE", members=now),
+                 _row("same", "INCONCLUSIVE", members=was))
+    code, out = _diff(old, new, capsys)
+    assert code == 1
+    assert out[0] == ("CHANGED  fam: INCONCLUSIVE (unchanged); members: lr0.1 SUPPORTED -> "
+                      "INCONCLUSIVE, lr3 new (SUPPORTED), lr1 gone (was REFUTED)")
+    assert out[1] == "same     same: INCONCLUSIVE"
+    assert out[-1].startswith("1 verdict(s) changed") and "1 unchanged" in out[-1]
+
+
 def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = _suite(tmp_path / "good.json", _row("a", "SUPPORTED"))
     (tmp_path / "bad.json").write_text("{not json")

@@ -1,8 +1,9 @@
 """`grokverify diff OLD NEW`: what changed between two suites (e.g. last night and tonight).
 
-A line per claim, keyed by claim id: NEW (only in NEW), CHANGED (its verdict), same, MISSING
-(only in OLD: removed, or skipped tonight), and MOVED for an estimate (a family member's too)
-that left OLD's CI, which a verdict may survive but a reader wants to know about.
+A line per claim, keyed by claim id: NEW (only in NEW), CHANGED (its verdict, or a family
+member's: a member may flip while the family's verdict stays), same, MISSING (only in OLD:
+removed, or skipped tonight), and MOVED for an estimate (a family member's too) that left OLD's
+CI, which a verdict may survive but a reader wants to know about.
 """
 
 from __future__ import annotations
@@ -69,6 +70,16 @@ def _moves(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
+def _member_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Each family member whose verdict differs, appeared or went (NEW's order, then OLD's)."""
+    before = {m["member"]: m.get("verdict") for m in old.get("members") or []}
+    after = {m["member"]: m.get("verdict") for m in new.get("members") or []}
+    out = [f"{name} {before[name]} -> {verdict}" if name in before else f"{name} new ({verdict})"
+           for name, verdict in after.items() if before.get(name) != verdict]
+    return out + [f"{name} gone (was {verdict})" for name, verdict in before.items()
+                  if name not in after]
+
+
 def diff_suites(old: dict[str, Any], new: dict[str, Any]) -> list[Line]:
     """Every claim of NEW (sorted by id), then those only in OLD."""
     before = {row["id"]: row for row in old["claims"]}
@@ -82,8 +93,13 @@ def diff_suites(old: dict[str, Any], new: dict[str, Any]) -> list[Line]:
             continue
         scale = ("" if was.get("scale") == row.get("scale")
                  else f" (scale {was.get('scale')} -> {row.get('scale')})")
+        members = _member_changes(was, row)
+        inside = f"; members: {', '.join(members)}" if members else ""
         if was["verdict"] != row["verdict"]:
-            lines.append(Line("CHANGED", claim_id, f"{was['verdict']} -> {row['verdict']}{scale}"))
+            lines.append(Line("CHANGED", claim_id,
+                              f"{was['verdict']} -> {row['verdict']}{scale}{inside}"))
+        elif members:
+            lines.append(Line("CHANGED", claim_id, f"{row['verdict']} (unchanged){scale}{inside}"))
         else:
             lines.append(Line("same", claim_id, f"{row['verdict']}{scale}"))
         lines += [Line("MOVED", claim_id, words) for words in _moves(was, row)]
