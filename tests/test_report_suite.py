@@ -119,6 +119,22 @@ def test_claim_strings_are_escaped(tmp_path: Path) -> None:
     assert (folder / "result.json").is_file()
 
 
+def test_comparisons_and_ampersands_read_as_written_in_markdown() -> None:
+    """report.md is read as plain text too: "<=" and "a & b" stay; what would open a tag, an
+    autolink or an entity still becomes one, and a viewer shows each as written."""
+    from grokverify.report.escape import block, cell, text
+
+    plain = "p(support) <= 0.025, accuracy >= 0.95 & c < 1"
+    assert text(plain) == cell(plain) == plain
+    assert text("<b>x</b> <https://a.b> &amp; &#38;") == \
+        "&lt;b>x&lt;/b> &lt;https://a.b> &amp;amp; &amp;#38;"
+    assert block("> quoted") == ["\\> quoted"]
+    source = "\n\n".join([text(plain), text("<b>x</b> &amp;"), *block("> quoted")])
+    html = MarkdownIt("commonmark", {"html": True}).render(source)
+    assert "<b>" not in html and "<blockquote>" not in html
+    assert "&lt;b&gt;x&lt;/b&gt; &amp;amp;" in html and "&lt;= 0.025" in html
+
+
 def test_a_missing_figure_is_said_not_linked(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     path = write_variant(reports, "gone")

@@ -188,7 +188,7 @@ def test_the_report_draws_the_map_with_y_rows_from_the_top() -> None:
     result = run(CELLS, arms, x_label="decoder lr", y_label="weight <decay>")
     lines = _phase_map({"family": None, "result": result.to_dict()})
     table = [line for line in lines if line.startswith("| ")]
-    assert table[0] == "| weight &lt;decay&gt; \\ decoder lr | 0.0001 | 0.001 | 0.01 |"
+    assert table[0] == "| weight &lt;decay> \\ decoder lr | 0.0001 | 0.001 | 0.01 |"
     assert table[1:] == ["| 1 | C 0.75 | G 0.75 | · |", "| 0 | C 0.75 | G 0.75 | · |"]
 
 

@@ -14,15 +14,18 @@ import re
 # links and images, table cells, strikethrough), backslash-escaped; an underscore inside a word
 # (lr_up) opens no emphasis and stays as written
 _MARKUP = re.compile(r"([\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
-# and what starts a block at the start of a line: a heading, a list, a setext underline
-_LINE_START = re.compile(r"^([#+\-=])|^(\d+)([.)])")
-# HTML's own specials, as entities (a backslash does not stop a tag or an entity)
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# and what starts a block at the start of a line: a heading, a list, a setext underline, a quote
+_LINE_START = re.compile(r"^([#+\-=>])|^(\d+)([.)])")
+# what opens HTML (a tag, a comment, an autolink: "<" then a letter, "/", "!" or "?") or an
+# entity ("&" then a letter or "#"), as entities; "<=", "a & b" and ">" open nothing and stay
+# as written, so report.md reads as plain text (a backslash does not stop a tag or an entity)
+_HTML = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
+_ENTITY = {"<": "&lt;", "&": "&amp;"}
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x85\u2028\u2029]")
 
 
 def _escape_inline(line: str) -> str:
-    return _MARKUP.sub(r"\\\1", "".join(_HTML.get(ch, ch) for ch in line))
+    return _MARKUP.sub(r"\\\1", _HTML.sub(lambda m: _ENTITY[m[0]], line))
 
 
 def _escape_line(line: str) -> str:
