@@ -34,6 +34,7 @@ REFERENCE = REPO / "reports" / "reference" / "quick"
 TINY = REPO / "tests" / "fixtures" / "tiny_claim.yaml"
 sys.path.insert(0, str(RUNNERS))
 
+import paper_plan  # noqa: E402
 import verdict_table  # noqa: E402
 
 from grokverify.claim.load import load_claim  # noqa: E402
@@ -51,6 +52,17 @@ def test_the_verdict_table_has_one_row_per_reference_report(
         assert line.startswith(f"| {result['claim']['id']} | {result['claim']['source']['role']}"
                                f" | **{result['verdict']}** |")
         assert line.endswith(" H200-h |")
+
+
+def test_the_paper_plan_gives_adam_lrs_hours_at_the_benchmarks_rate(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """adam_lr at paper scale: 2 arms x 20 seeds x 50,000 steps = 2.0 M model-steps, at 326
+    model-steps/s and 5% for evaluation 2e6 x 1.05 / 326 / 3600 = 1.79 h."""
+    paper_plan.main([str(REPO / "claims" / "adam_lr.yaml"),
+                     str(REPO / "claims" / "p1_uniform_split_faster.yaml")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "| adam_lr | 2 × 20 | 50,000, 512 | 2.0 M | 1.8 h |"
+    assert lines[3].startswith("| p1_uniform_split_faster | 4 × 20 | 50,000, 128/64 | 4.0 M |")
 
 
 def test_gpu_step_time_follows_the_measured_points() -> None:
