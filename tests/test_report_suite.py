@@ -135,6 +135,31 @@ def test_comparisons_and_ampersands_read_as_written_in_markdown() -> None:
     assert "&lt;b&gt;x&lt;/b&gt; &amp;amp;" in html and "&lt;= 0.025" in html
 
 
+def test_each_row_is_one_line_with_the_verdict_after_the_claim_and_its_side() -> None:
+    """The verdict is the second column, then the side it favours by the claim's
+    interpretation; a family's members are counted in the row and listed in its details."""
+    from grokverify.report.cells import COLUMNS, cells, details
+    from grokverify.report.suite import suite_row
+
+    assert COLUMNS[:3] == ("claim", "verdict", "favours")
+    res = tiny_result()
+    res["interpretation"] = {"supported": "x", "favours": {"supported": "critic",
+                                                           "refuted": "paper"}}
+    for verdict, side in (("SUPPORTED", "its critic"), ("REFUTED", "the paper"),
+                          ("INCONCLUSIVE", "—"), ("NOT TESTED", "—")):
+        row = suite_row({**res, "verdict": verdict}, "t/result.json")
+        assert cells(row)["favours"][0] == side
+    del res["interpretation"]
+    assert cells(suite_row(res, "t/result.json"))["favours"][0] == "—"
+    members = [{"member": m, "verdict": v, "estimate": 0.5, "ci": [0.4, 0.6], "ci_level": 0.95}
+               for m, v in (("lr0.1", "SUPPORTED"), ("lr0.3", "INCONCLUSIVE"),
+                            ("lr1", "INCONCLUSIVE"))]
+    row = {**suite_row(res, "t/result.json"), "members": members, "verdict": "INCONCLUSIVE"}
+    assert cells(row)["effect"][0] == "3 members: 1 SUPPORTED, 2 INCONCLUSIVE"
+    assert details(row)["effect"] == "lr0.1: SUPPORTED; lr0.3: INCONCLUSIVE; lr1: INCONCLUSIVE"
+    assert details(row)["claim"] == res["claim"]["title"]
+
+
 def test_a_missing_figure_is_said_not_linked(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     path = write_variant(reports, "gone")
@@ -173,7 +198,7 @@ def test_wall_column_shows_the_records_training_time_in_a_run_and_a_rebuild(
     from suitedata import TINY, tiny_options, tiny_run
 
     from grokverify.claim.load import load_claim
-    from grokverify.report.cells import cells
+    from grokverify.report.cells import cells, details
     from grokverify.report.suite import suite_row
     from grokverify.run.pipeline import run_claims
 
@@ -191,5 +216,7 @@ def test_wall_column_shows_the_records_training_time_in_a_run_and_a_rebuild(
     rebuilt = json.loads((tmp_path / "tiny" / "result.json").read_text())
     assert rebuilt["provenance"]["records_train_s"] == want
     assert rebuilt["provenance"]["seeds_trained_now"] == 0
-    text, key = cells(suite_row(rebuilt, "tiny/result.json"))["wall"]
-    assert f"its records: {want / 60:.1f} min of training" in text and key == want
+    row = suite_row(rebuilt, "tiny/result.json")
+    text, key = cells(row)["training"]
+    assert text == f"{want / 60:.1f} min" and key == want
+    assert f"its records: {want / 60:.1f} min of training" in details(row)["training"]

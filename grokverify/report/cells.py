@@ -1,4 +1,5 @@
-"""The verdict table's columns, as plain text and a sort key per cell, from a suite row.
+"""The verdict table's columns, as plain text and a sort key per cell, from a suite row, each
+row one line (the verdict right after the claim; longer text in `details`, a tooltip in HTML).
 
 One definition for both renderings (index.md escapes the text for Markdown, index.html for
 HTML and sorts by the key), so the two tables can never say different things.
@@ -11,8 +12,10 @@ from typing import Any
 
 from grokverify.report.markdown import interval, number
 
-COLUMNS = ("claim", "paper", "role", "scale", "metric", "effect", "CI", "p vs θ (support / refute)",
-           "verdict", "seeds per arm", "wall")
+COLUMNS = ("claim", "verdict", "favours", "effect", "CI", "seeds per arm", "scale", "role",
+           "paper", "metric", "p vs θ (support / refute)", "training")
+# the verdict's side, from the claim's interpretation (its `favours`), as the table says it
+SIDE_WORDS = {"paper": "the paper", "critic": "its critic", "neither": "neither"}
 
 SortKey = float | str
 
@@ -24,14 +27,26 @@ def _float(x: Any) -> float:
     return float(x)
 
 
+def members_text(row: dict[str, Any]) -> str:
+    """A family's member verdicts (an open question's member estimates: it judges nothing)."""
+    members = row.get("members") or []
+    if row["verdict"] == "FINDING":
+        return "; ".join(f"{m['member']}: {number(m['estimate'])}" for m in members)
+    return "; ".join(f"{m['member']}: {m['verdict']}" for m in members)
+
+
 def effect_text(row: dict[str, Any]) -> str:
-    """A single claim's effect and estimate; a family's member verdicts (an open question's
-    member estimates: it judges nothing)."""
+    """A single claim's effect and estimate; a family's count of members by verdict (each
+    member in `details`)."""
     members = row.get("members")
     if members:
         if row["verdict"] == "FINDING":
-            return "; ".join(f"{m['member']}: {number(m['estimate'])}" for m in members)
-        return "; ".join(f"{m['member']}: {m['verdict']}" for m in members)
+            return members_text(row)
+        counts: dict[str, int] = {}
+        for m in members:
+            counts[m["verdict"]] = counts.get(m["verdict"], 0) + 1
+        return (f"{len(members)} members: "
+                + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
     if row.get("effect_label") is None:
         return "—"
     return f"{row['effect_label']} = {number(row['estimate'])}"
@@ -65,12 +80,26 @@ def _wall_key(row: dict[str, Any]) -> float:
                  else row["wall_s"])
 
 
+def favours_text(row: dict[str, Any]) -> str:
+    """The side the verdict favours; — where it favours none (undecided, or not declared)."""
+    return SIDE_WORDS.get(row.get("favours") or "", "—")
+
+
+def details(row: dict[str, Any]) -> dict[str, str]:
+    """Column label -> the longer text a row keeps out of its one line (a tooltip in HTML)."""
+    out = {"claim": row["title"], "training": wall_text(row), "verdict": row.get("reason", "")}
+    if row.get("members"):
+        out["effect"] = members_text(row)
+    return out
+
+
 def cells(row: dict[str, Any]) -> dict[str, tuple[str, SortKey]]:
     """Column label -> (text, sort key) for one claim's row of the verdict table."""
     scale = row["scale"] + ("" if row["paper_setting"] else " (not the paper's)")
     estimate = row.get("estimate") if not row.get("members") else None
     return {
         "claim": (row["id"], row["id"]),
+        "favours": (favours_text(row), favours_text(row)),
         "paper": (f"arXiv:{row['arxiv']}", row["arxiv"]),
         "role": (row["role"], row["role"]),
         "scale": (scale, scale),
@@ -82,5 +111,5 @@ def cells(row: dict[str, Any]) -> dict[str, tuple[str, SortKey]]:
         "p vs θ (support / refute)": (p_text(row), _float(row.get("p_support"))),
         "verdict": (row["verdict"], row["verdict"]),
         "seeds per arm": (str(row["seeds_per_arm"]), float(row["seeds_per_arm"])),
-        "wall": (wall_text(row), _wall_key(row)),
+        "training": (f"{_wall_key(row) / 60:.1f} min", _wall_key(row)),
     }

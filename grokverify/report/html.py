@@ -16,7 +16,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from grokverify.report.cells import COLUMNS, cells
+from grokverify.report.cells import COLUMNS, cells, details
 from grokverify.report.markdown import figure_caption
 from grokverify.report.png import palette_png
 from grokverify.report.suite import ClaimReport
@@ -36,6 +36,7 @@ h1,h2,h3,h4{line-height:1.2}h2{margin-top:2.5rem;border-top:2px solid #444;paddi
 table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{border:1px solid #999;padding:.2rem .45rem;text-align:left;vertical-align:top}
 thead th{background:#e8e8e8}#verdicts thead th{cursor:pointer;user-select:none}
+#verdicts td,#verdicts th{white-space:nowrap}.wide{overflow-x:auto}
 #verdicts th[aria-sort=ascending]::after{content:" \\25B2"}
 #verdicts th[aria-sort=descending]::after{content:" \\25BC"}
 td.v,span.v{font-weight:700;white-space:nowrap}
@@ -110,25 +111,27 @@ def _table(rows: list[dict[str, Any]]) -> str:
     head = "".join(f'<th scope="col">{escape(c)}</th>' for c in COLUMNS)
     body = []
     for row in rows:
-        shown = cells(row)
+        shown, more = cells(row), details(row)
         tds = []
         for column in COLUMNS:
             words, key = shown[column]
             inner = escape(words)
             if column == "claim":
-                inner = (f'<a href="#{_anchor(row["id"])}">{inner}</a><br>'
-                         f"<small>{escape(row['title'])}</small>")
+                inner = f'<a href="#{_anchor(row["id"])}">{inner}</a>'
             css = row["verdict"].replace(" ", "_")
             cls = f' class="v v-{escape(css, quote=True)}"' if column == "verdict" else ""
-            tds.append(f'<td{cls} data-sort="{escape(_sort_value(key), quote=True)}">{inner}</td>')
+            tip = f' title="{escape(more[column], quote=True)}"' if more.get(column) else ""
+            tds.append(f'<td{cls}{tip} data-sort="{escape(_sort_value(key), quote=True)}">'
+                       f"{inner}</td>")
         body.append(f'<tr data-paper="{escape(row["arxiv"], quote=True)}" '
                     f'data-verdict="{escape(row["verdict"], quote=True)}">{"".join(tds)}</tr>')
     controls = ('<div class="controls">'
                 + _options("paper", "f-paper", sorted({r["arxiv"] for r in rows}))
                 + _options("verdict", "f-verdict", sorted({r["verdict"] for r in rows}))
-                + "<small>click a column's header to sort by it</small></div>")
-    return (f'{controls}<table id="verdicts"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+                + "<small>click a column's header to sort by it; hover a cell for its details"
+                "</small></div>")
+    return (f'{controls}<div class="wide"><table id="verdicts"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _figures(report: ClaimReport) -> str:

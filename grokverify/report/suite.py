@@ -93,6 +93,13 @@ def plan_command(res: dict[str, Any]) -> str:
     return shlex.join(_command(res, "plan", seeds=False) + (["--store", store] if store else []))
 
 
+def favours(res: dict[str, Any]) -> str | None:
+    """The side the verdict favours by the claim's interpretation (paper, critic, neither);
+    None for a verdict that decides nothing or a claim that declares no side."""
+    sides = (res.get("interpretation") or {}).get("favours") or {}
+    return sides.get({"SUPPORTED": "supported", "REFUTED": "refuted"}.get(res["verdict"], ""))
+
+
 def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
     """The verdict table's row of one claim, with what `diff` needs (per-member effects of a
     family, so a member's move outside its CI is seen too)."""
@@ -104,7 +111,7 @@ def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
         "where": claim["source"]["where"], "role": claim["source"]["role"],
         "scale": res["scale"]["name"], "paper_setting": res["scale"]["paper_setting"],
         "metric": res["metric"]["label"], **single, "members": _members(res),
-        "verdict": res["verdict"], "reason": res["reason"],
+        "verdict": res["verdict"], "favours": favours(res), "reason": res["reason"],
         "seeds_per_arm": _seeds_per_arm(res),
         "seed_runs": len(res["per_seed"]),
         "wall_s": prov["wall_s"], "records_train_s": prov.get("records_train_s"),
