@@ -160,6 +160,18 @@ def test_each_row_is_one_line_with_the_verdict_after_the_claim_and_its_side() ->
     assert details(row)["claim"] == res["claim"]["title"]
 
 
+def test_the_verdict_table_keeps_each_row_on_one_line(suite: Path) -> None:
+    """The stated check for "no row taller than two text lines": every cell of the verdict
+    table is nowrap and holds no line break, so a row is one line at any width (the table
+    scrolls sideways); the claim and its verdict are the first two columns."""
+    html = (suite / "index.html").read_text()
+    table = html[html.index('<table id="verdicts">'):html.index("</table>")]
+    assert "#verdicts td,#verdicts th{white-space:nowrap}" in html
+    assert "<br" not in table and "\n" not in table
+    head = re.findall(r'<th scope="col">([^<]*)</th>', table)
+    assert head[:3] == ["claim", "verdict", "favours"]
+
+
 def test_a_missing_figure_is_said_not_linked(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     path = write_variant(reports, "gone")
