@@ -594,7 +594,30 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[green]ok[/green] {path}: {loaded.claim.id} ({arms} "
                       f"arm{'s' if arms != 1 else ''}; scales {scales})")
         _print_checks(loaded, console)
+    failed = _validate_papers(args.claims, console) or failed
     return EXIT_BAD_INPUT if failed else EXIT_OK
+
+
+def _validate_papers(paths: list[Path], console: Console) -> bool:
+    """Each claims folder's paper files, checked against its claims; True when one is bad."""
+    from grokverify.claim.paper import claim_sources, load_paper, paper_files
+    from grokverify.claim.yamlio import SpecError
+
+    failed = False
+    for folder in (p for p in paths if p.is_dir()):
+        files = paper_files(folder)
+        sources = claim_sources(claim_files([folder])) if files else {}
+        for path in files:
+            try:
+                paper = load_paper(path, sources)
+            except SpecError as exc:
+                failed = True
+                print(str(exc), file=sys.stderr)
+                continue
+            console.print(f"[green]ok[/green] {path}: paper {paper.arxiv} "
+                          f"({len(paper.central)} central claim(s), {len(paper.questions)} "
+                          "question(s))")
+    return failed
 
 
 def _print_checks(loaded: LoadedClaim, console: Console) -> None:

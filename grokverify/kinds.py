@@ -98,3 +98,4 @@ INTERVENTIONS: Kind[type] = Kind("intervention", "name", "grokverify.claim.inter
 METRICS: Kind[type] = Kind("metric", "name", "grokverify.claim.metrics")
 CRITERIA: Kind[type] = Kind("criterion", "name", "grokverify.claim.criteria")
 CHECKS: Kind[type] = Kind("validity check", "kind", "grokverify.claim.checks")
+ANSWER_RULES: Kind[type] = Kind("answer rule", "rule", "grokverify.claim.paper")

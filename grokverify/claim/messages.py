@@ -14,7 +14,15 @@ from pydantic import ValidationError
 from grokverify.claim.base import did_you_mean, kind_of
 from grokverify.claim.metrics import MetricSpec
 from grokverify.claim.yamlio import LineMap, Path_, Problem, dotted
-from grokverify.kinds import CHECKS, CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES
+from grokverify.kinds import (
+    ANSWER_RULES,
+    CHECKS,
+    CRITERIA,
+    INTERVENTIONS,
+    METRICS,
+    MODELS,
+    PROBES,
+)
 
 
 def source_of(lines: LineMap, sources: list[Path_], field: Path_) -> Path_:
@@ -189,7 +197,7 @@ def _tag_registry(tag_key: str, path: Path_) -> tuple[str, dict[str, Any]]:
         if isinstance(part, str) and (part in _BY_FIELD or part in metric_fields):
             kind = _BY_FIELD.get(part, METRICS)
             return kind.what, kind.specs
-    kind = {"kind": MODELS, "name": CRITERIA}.get(tag_key)
+    kind = {"kind": MODELS, "name": CRITERIA, "rule": ANSWER_RULES}.get(tag_key)
     return (kind.what, kind.specs) if kind else (tag_key, {})
 
 
