@@ -363,6 +363,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.run.execute import ExecutionError
     from grokverify.run.pipeline import run_claims
 
+    papers, bad = _papers_of(args.claims)
+    if bad:
+        return EXIT_BAD_INPUT
     prepared = _prepared(args, console)
     if isinstance(prepared, int):
         return prepared
@@ -372,7 +375,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
             return _dry_run(claims, opts, device, limits, console)
         runs = run_claims(claims, opts, console)
         suite = write_suite(opts.reports, [read_report(r.report_dir / "result.json")
-                                           for r in runs if r.report_dir is not None])
+                                           for r in runs if r.report_dir is not None],
+                            papers=[paper for _, paper in papers])
     except (ExecutionError, OSError) as exc:
         return _run_failed(exc, console)
     for run in runs:
@@ -489,6 +493,9 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     if problem:
         print(f"grokverify report: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    papers, bad = _papers_of(args.claims)
+    if bad:
+        return EXIT_BAD_INPUT
     claims, limits = _claims_of(args)
     opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
                       executor="local", device=args.device, chunk_size=1)
@@ -500,8 +507,8 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
         done = rebuild_claims(ready, opts, console)
         reports = [read_report(d.result_json) for d in done if d.result_json is not None]
-        suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES) if reports \
-            else []
+        suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES,
+                            [paper for _, paper in papers]) if reports else []
     except (ExecutionError, OSError) as exc:
         return _run_failed(exc, console)
     for d in done:
@@ -598,25 +605,31 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     return EXIT_BAD_INPUT if failed else EXIT_OK
 
 
-def _validate_papers(paths: list[Path], console: Console) -> bool:
-    """Each claims folder's paper files, checked against its claims; True when one is bad."""
+def _papers_of(paths: list[Path]) -> tuple[list[Any], bool]:
+    """Each claims folder's paper files, checked against its claims (problems on stderr);
+    with True when one is bad."""
     from grokverify.claim.paper import claim_sources, load_paper, paper_files
     from grokverify.claim.yamlio import SpecError
 
-    failed = False
+    papers, failed = [], False
     for folder in (p for p in paths if p.is_dir()):
         files = paper_files(folder)
         sources = claim_sources(claim_files([folder])) if files else {}
         for path in files:
             try:
-                paper = load_paper(path, sources)
+                papers.append((path, load_paper(path, sources)))
             except SpecError as exc:
                 failed = True
                 print(str(exc), file=sys.stderr)
-                continue
-            console.print(f"[green]ok[/green] {path}: paper {paper.arxiv} "
-                          f"({len(paper.central)} central claim(s), {len(paper.questions)} "
-                          "question(s))")
+    return papers, failed
+
+
+def _validate_papers(paths: list[Path], console: Console) -> bool:
+    """`validate`'s line for each paper file of a claims folder; True when one is bad."""
+    papers, failed = _papers_of(paths)
+    for path, paper in papers:
+        console.print(f"[green]ok[/green] {path}: paper {paper.arxiv} ({len(paper.central)} "
+                      f"central claim(s), {len(paper.questions)} question(s))")
     return failed
 
 

@@ -173,3 +173,16 @@ per-seed results, provenance) is report.md in its folder.</p>
 <script>{_SCRIPT}</script>
 </body></html>
 """
+
+
+def render_page(title: str, markdown_text: str) -> str:
+    """A standalone page (a paper's referee report) in the suite's style, from its Markdown."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{_CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<style>{_STYLE}</style></head>
+<body>
+{_MARKDOWN.render(markdown_text)}</body></html>
+"""
