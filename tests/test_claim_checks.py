@@ -79,7 +79,7 @@ def test_init_sigma_ratio_applies_to_a_rescaled_arm_and_needs_e_and_w(
 
 
 def test_the_interpretation_gives_the_sentence_under_each_verdict() -> None:
-    spec = InterpretationSpec(supported="c = 10 helps SGD too.", refuted="It does not.",
+    spec = InterpretationSpec(supported="c = 10 helps SGD too.\n", refuted="It does not.",
                               inconclusive="Undecided.",
                               favours={"supported": "paper", "refuted": "critic"})
     assert spec.meaning("SUPPORTED") == "c = 10 helps SGD too. (favours the paper's account)"

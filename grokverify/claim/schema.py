@@ -157,8 +157,8 @@ class InterpretationSpec(StrictModel):
         words = getattr(self, field) or (NOT_TESTED_MEANS if field == "not_tested" else None)
         side = getattr(self.favours, field, None) if self.favours else None
         if words and side:
-            words += f" (favours {_SIDE_WORDS[side]})"
-        return words
+            words = f"{words.strip()} (favours {_SIDE_WORDS[side]})"
+        return words.strip() if words else words
 
     @model_validator(mode="after")
     def _says_something(self) -> InterpretationSpec:
