@@ -63,7 +63,7 @@ BC_UNDEFINED = Has("no event time passes the test of S(t) = 1/2 at this level",
                    "p_support is 1 and p_refute the largest norm.sf(|r_i|) where REFUTED",
                    "p_refute = 2^-n exactly")
 BEYOND = ("lies beyond the budget", "stays significantly above 1/2 up to the largest time, "
-          "1000 steps")
+          "1000)")
 BEYOND_ESTIMATE = "(point estimate: beyond the budget, the KM survival never falls to 1/2 by 1000"
 
 
@@ -1163,7 +1163,7 @@ def test_no_event_refutes_only_when_the_exact_bound_allows(n: int, level: float,
     assert verdict_from_p(res.p_support, res.p_refute, (1 - level) / 2) == verdict
     if verdict == Verdict.INCONCLUSIVE:
         assert res.reason == Has(
-            "No seed reached the event by 1000 steps", f"with {n} seed(s) a median inside the "
+            "No seed reached the event by 1000,", f"with {n} seed(s) a median inside the "
             "claimed region [200, 400]", f"up to 2^-{n} = {0.5 ** n:.3g}, more than "
             f"{(1 - level) / 2:.3g}: too few seeds to refute it", BEYOND_ESTIMATE)
 

@@ -344,7 +344,8 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
     beyond = math.isinf(estimate)
     # no seed reached the event: every seed outlasted `largest`, which a median at or below a
     # time t < largest makes happen with probability at most 2^-n (each seed independently);
-    # the KM variance is 0 then and proves nothing, this bound is exact
+    # the KM variance is 0 then and proves nothing, this bound is exact. The values are the
+    # metric's own (steps, or a ratio of steps): no unit is named
     no_events = not arm.observed.any()
     exact = 0.5 ** arm.n
     verdict, reason = verdict_rules.decide_interval(ci, lower, upper, estimate,
@@ -352,7 +353,7 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
     if beyond and not defined:  # the table's CI (inf, inf): the median lies beyond `largest`
         head = (f"The {ci_level * 100:.4g}% CI of the {frame.effect_label} lies beyond the "
                 f"budget (the KM survival stays significantly above 1/2 up to the largest time, "
-                f"{fmt(largest)} steps)")
+                f"{fmt(largest)})")
         region = verdict_rules.format_ci((lower, upper))
         if upper >= largest:
             verdict, reason = Verdict.INCONCLUSIVE, (
@@ -360,7 +361,7 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
                 "support nor refute the claim (point estimate inf).")
         elif no_events and exact > alpha / 2:
             verdict, reason = Verdict.INCONCLUSIVE, (
-                f"No seed reached the event by {fmt(largest)} steps, but with {arm.n} seed(s) a "
+                f"No seed reached the event by {fmt(largest)}, but with {arm.n} seed(s) a "
                 f"median inside the claimed region {region} leaves every seed censored with "
                 f"probability up to 2^-{arm.n} = {fmt(exact)}, more than {fmt(alpha / 2)}: too "
                 "few seeds to refute it (point estimate inf).")
@@ -372,7 +373,7 @@ def _run_km_value(frame: Frame, arm: ArmSample, lower: float, upper: float, ci_l
         reason = reason.replace(
             "(point estimate inf)",
             f"(point estimate: beyond the budget, the KM survival never falls to 1/2 by "
-            f"{fmt(largest)} steps)")
+            f"{fmt(largest)})")
     details = {"censoring": KM_CENSORING, "estimator": "Kaplan-Meier median",
                "km_median_convention": KM_MEDIAN_CONVENTION, "ci_method": KM_CI_METHOD,
                "p_method": KM_P_METHOD, "tolerance_region": [lower, upper],
