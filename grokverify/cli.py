@@ -363,13 +363,13 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from grokverify.run.execute import ExecutionError
     from grokverify.run.pipeline import run_claims
 
-    papers, bad = _papers_of(args.claims)
-    if bad:
-        return EXIT_BAD_INPUT
     prepared = _prepared(args, console)
     if isinstance(prepared, int):
         return prepared
     claims, opts, device, limits = prepared
+    papers, bad = _papers_of(args.claims)
+    if bad:
+        return EXIT_BAD_INPUT
     try:
         if args.dry_run:
             return _dry_run(claims, opts, device, limits, console)

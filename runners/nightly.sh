@@ -12,8 +12,8 @@
 # (results.json, index.md, index.html); `grokverify diff` compares it with the previous night's
 # (the latest earlier dated folder holding a results.json: a rerun the same day compares with
 # the night before, never with itself) and prints a line per claim: NEW, CHANGED (old -> new
-# verdict, a family member's too), same, MOVED (an estimate outside last night's CI) and MISSING (a claim with no report
-# tonight: removed, or skipped: see the run's SKIPPED lines).
+# verdict, a family member's too), same, MOVED (an estimate outside last night's CI) and
+# MISSING (a claim with no report tonight: removed, or skipped: see the run's SKIPPED lines).
 # Exit: 3 when a verdict changed (diff's exit 1, mapped to this script's 3), 2 when a
 # suite cannot be read or NIGHTLY_DATE is malformed, 0 when no verdict changed; a run that fails
 # stops the script with its own exit code (1 or 2) before any diff.

@@ -108,12 +108,14 @@ def load_paper(path: Path, claims: dict[str, str]) -> PaperSpec:
     for part in ("central", "questions"):
         for i, question in enumerate(getattr(paper, part)):
             for j, claim in enumerate(question.claims):
+                if claim not in claims:
+                    why = f"no claim {claim!r} in the claims folder"
+                elif claims[claim] != paper.arxiv:
+                    why = f"claim {claim!r} is about arXiv {claims[claim]}, not {paper.arxiv}"
+                else:
+                    continue
                 where = (part, i, "claims", j)
-                why = (f"no claim {claim!r} in the claims folder" if claim not in claims else
-                       f"claim {claim!r} is about arXiv {claims[claim]}, not {paper.arxiv}"
-                       if claims[claim] != paper.arxiv else None)
-                if why:
-                    problems.append(Problem(file, lines.line_of(where), dotted(where), why))
+                problems.append(Problem(file, lines.line_of(where), dotted(where), why))
     if problems:
         raise SpecError(problems)
     return paper
@@ -135,4 +137,3 @@ def claim_sources(files: list[Path]) -> dict[str, str]:
         if isinstance(data, dict) and isinstance(data.get("source"), dict):
             out[str(data.get("id"))] = str(data["source"].get("arxiv"))
     return out
-

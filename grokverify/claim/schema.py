@@ -155,10 +155,10 @@ class InterpretationSpec(StrictModel):
         favours; None where the claim wrote none for it."""
         field = _MEANS_FIELD[verdict]
         words = getattr(self, field) or (NOT_TESTED_MEANS if field == "not_tested" else None)
+        if not words:
+            return None
         side = getattr(self.favours, field, None) if self.favours else None
-        if words and side:
-            words = f"{words.strip()} (favours {_SIDE_WORDS[side]})"
-        return words.strip() if words else words
+        return f"{words.strip()} (favours {_SIDE_WORDS[side]})" if side else words.strip()
 
     @model_validator(mode="after")
     def _says_something(self) -> InterpretationSpec:

@@ -8,6 +8,7 @@ HTML and sorts by the key), so the two tables can never say different things.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from grokverify.report.markdown import interval, number
@@ -42,9 +43,7 @@ def effect_text(row: dict[str, Any]) -> str:
     if members:
         if row["verdict"] == "FINDING":
             return members_text(row)
-        counts: dict[str, int] = {}
-        for m in members:
-            counts[m["verdict"]] = counts.get(m["verdict"], 0) + 1
+        counts = Counter(m["verdict"] for m in members)
         return (f"{len(members)} members: "
                 + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
     if row.get("effect_label") is None:

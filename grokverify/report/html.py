@@ -155,28 +155,8 @@ def _section(report: ClaimReport, row: dict[str, Any]) -> str:
             f'{_MARKDOWN.render(chr(10).join(section_tail(res)))}</section>')
 
 
-def render_index_html(suite: dict[str, Any], reports: list[ClaimReport]) -> str:
-    rows = suite["claims"]
-    sections = "\n".join(_section(r, row) for r, row in zip(reports, rows, strict=True))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>grokverify verdicts ({len(rows)} claims)</title>
-<style>{_STYLE}</style></head>
-<body>
-<h1>Verdicts</h1>
-<p>{len(rows)} claim(s); generated {escape(suite["generated"])}. Each claim's full report (setup,
-per-seed results, provenance) is report.md in its folder.</p>
-{_table(rows)}
-{sections}
-<script>{_SCRIPT}</script>
-</body></html>
-"""
-
-
-def render_page(title: str, markdown_text: str) -> str:
-    """A standalone page (a paper's referee report) in the suite's style, from its Markdown."""
+def _page(title: str, body: str) -> str:
+    """A self-contained page in the suite's style (its policy allows no outside resource)."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
@@ -184,5 +164,22 @@ def render_page(title: str, markdown_text: str) -> str:
 <title>{escape(title)}</title>
 <style>{_STYLE}</style></head>
 <body>
-{_MARKDOWN.render(markdown_text)}</body></html>
+{body}</body></html>
 """
+
+
+def render_index_html(suite: dict[str, Any], reports: list[ClaimReport]) -> str:
+    rows = suite["claims"]
+    sections = "\n".join(_section(r, row) for r, row in zip(reports, rows, strict=True))
+    return _page(f"grokverify verdicts ({len(rows)} claims)", f"""<h1>Verdicts</h1>
+<p>{len(rows)} claim(s); generated {escape(suite["generated"])}. Each claim's full report (setup,
+per-seed results, provenance) is report.md in its folder.</p>
+{_table(rows)}
+{sections}
+<script>{_SCRIPT}</script>
+""")
+
+
+def render_page(title: str, markdown_text: str) -> str:
+    """A standalone page (a paper's referee report) in the suite's style, from its Markdown."""
+    return _page(title, _MARKDOWN.render(markdown_text))

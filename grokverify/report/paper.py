@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from grokverify.claim.paper import PaperSpec, QuestionSpec
-from grokverify.report.cells import SIDE_WORDS, ci_text
+from grokverify.report.cells import ci_text, favours_text
 from grokverify.report.escape import cell, text
 from grokverify.report.markdown import number
 from grokverify.report.suite import ClaimReport, favours, relative_path, suite_row
@@ -45,13 +45,12 @@ def _claim_rows(question: QuestionSpec, by_id: dict[str, ClaimReport],
             rows.append(f"| {cell(claim)} | — | not in this suite | — | — | — |")
             continue
         res = report.result
-        row = suite_row(res, relative_path(report.path, report.path.parent))
+        row = suite_row(res, report.path.name)
         link = relative_path(report.folder / "report.md", folder)
         effect = "—" if row.get("members") or row.get("estimate") is None else \
             f"{number(row['estimate'])} {ci_text(row)}"
-        side = SIDE_WORDS.get(row["favours"] or "", "—")
         rows.append(f"| [{cell(claim)}](<{link}>) | {cell(res['claim']['source']['role'])} | "
-                    f"**{cell(res['verdict'])}** | {cell(side)} | {cell(effect)} | "
+                    f"**{cell(res['verdict'])}** | {cell(favours_text(row))} | {cell(effect)} | "
                     f"{cell(res.get('meaning') or '—')} |")
     return rows
 
@@ -120,4 +119,3 @@ def answers_of(paper: PaperSpec, reports: list[ClaimReport]) -> dict[str, str]:
     """Question id -> its answer (paper, critic, mixed, open)."""
     by_id = {r.result["claim"]["id"]: r for r in reports}
     return {q.id: answer(q.answer, _evidence(q, by_id)) for q in paper.all_questions()}
-
