@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt
 from PIL import Image
 from suitedata import tiny_result, tiny_run
 
-from grokverify.report.figures import FIGURES, FigureData, claimed_interval, draw_figures
+from grokverify.report.figures import FIGURES, FigureData, draw_figures
+from grokverify.report.forest import claimed_interval
 from grokverify.report.markdown import render_markdown
 from grokverify.store import Store
 

@@ -80,6 +80,11 @@ def test_each_question_is_answered_by_its_rule_from_its_claims(tmp_path: Path) -
     assert md.index("## The paper's central claims") < md.index("## The reviewers' questions")
     html = (tmp_path / "reports" / "referee-2505.15624.html").read_text()
     assert "<b>paper" not in html and "<table>" in html and "Answer: mixed." in html
+    for question in ("holds", "skeptic"):  # each question's forest plot, linked and embedded
+        plot = tmp_path / "reports" / "referee-2505.15624" / f"{question}.png"
+        assert plot in written and plot.read_bytes()[:4] == b"\x89PNG"
+        assert f"](<referee-2505.15624/{question}.png>)" in md
+    assert html.count('<img src="data:image/png;base64,') == 2
     assert json.loads((tmp_path / "reports" / "results.json").read_text())["claims"]
 
 

@@ -82,8 +82,8 @@ def test_a_store_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_format_chooses_the_suite_files(tmp_path: Path, no_training: None) -> None:
     assert rebuild(tmp_path, str(TINY), "--format", "md,json") == 0
-    assert {p.name for p in (tmp_path / "rebuilt").iterdir()} == {"tiny", "index.md",
-                                                                   "results.json"}
+    assert {p.name for p in (tmp_path / "rebuilt").iterdir()} == {
+        "tiny", "index.md", "results.json", "forest.png"}  # the figure index.md links
     with pytest.raises(SystemExit):
         rebuild(tmp_path, str(TINY), "--format", "pdf")
 

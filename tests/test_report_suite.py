@@ -59,7 +59,7 @@ def test_index_html_is_self_contained(suite: Path) -> None:
     page = page_of(suite / "index.html")
     figures = sum(len(tiny_result()["figures"]) for _ in range(3))
     images = [attrs for tag, attrs in page.tags if tag == "img"]
-    assert len(images) == figures == 9
+    assert len(images) == figures + 1 == 10  # and the library's forest plot
     assert all((a["src"] or "").startswith("data:image/png;base64,") for a in images)
     for tag, attrs in page.tags:
         assert tag not in ("link", "iframe", "object", "embed", "base")
@@ -136,12 +136,13 @@ def test_comparisons_and_ampersands_read_as_written_in_markdown() -> None:
 
 
 def test_each_row_is_one_line_with_the_verdict_after_the_claim_and_its_side() -> None:
-    """The verdict is the second column, then the side it favours by the claim's
-    interpretation; a family's members are counted in the row and listed in its details."""
+    """The verdict is the second column, then its forest strip and the side it favours by the
+    claim's interpretation; a family's members are counted in the row and listed in its
+    details."""
     from grokverify.report.cells import COLUMNS, cells, details
     from grokverify.report.suite import suite_row
 
-    assert COLUMNS[:3] == ("claim", "verdict", "favours")
+    assert COLUMNS[:4] == ("claim", "verdict", "on its region", "favours")
     res = tiny_result()
     res["interpretation"] = {"supported": "x", "favours": {"supported": "critic",
                                                            "refuted": "paper"}}
@@ -168,8 +169,8 @@ def test_the_verdict_table_keeps_each_row_on_one_line(suite: Path) -> None:
     table = html[html.index('<table id="verdicts">'):html.index("</table>")]
     assert "#verdicts td,#verdicts th{white-space:nowrap}" in html
     assert "<br" not in table and "\n" not in table
-    head = re.findall(r'<th scope="col">([^<]*)</th>', table)
-    assert head[:3] == ["claim", "verdict", "favours"]
+    head = re.findall(r'<th scope="col"[^>]*>([^<]*)<', table)
+    assert head[:4] == ["claim", "verdict", "on its region", "favours"]
 
 
 def test_a_missing_figure_is_said_not_linked(tmp_path: Path) -> None:
@@ -197,7 +198,8 @@ def test_each_section_has_the_referee_structure(suite: Path) -> None:
     page = page_of(suite / "index.html")
     captions = tiny_result()["figure_captions"]
     alts = [a["alt"] for t, a in page.tags if t == "img"]
-    assert alts[:3] == list(captions.values())
+    assert alts[0] == "the library's forest plot"
+    assert alts[1:4] == list(captions.values())
     text = "".join(page.text)
     assert "Reasoning" in text and "grokverify plan" in text
 

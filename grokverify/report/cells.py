@@ -11,10 +11,12 @@ import math
 from collections import Counter
 from typing import Any
 
+from grokverify.report.forest import entries, placement_text
 from grokverify.report.markdown import interval, number
 
-COLUMNS = ("claim", "verdict", "favours", "effect", "CI", "seeds per arm", "scale", "role",
-           "paper", "metric", "p vs θ (support / refute)", "training")
+FOREST = "on its region"  # the forest strip (index.html draws it; index.md says it in numbers)
+COLUMNS = ("claim", "verdict", FOREST, "favours", "effect", "CI", "seeds per arm", "scale",
+           "role", "paper", "metric", "p vs θ (support / refute)", "training")
 # the verdict's side, from the claim's interpretation (its `favours`), as the table says it
 SIDE_WORDS = {"paper": "the paper", "critic": "its critic", "neither": "neither"}
 
@@ -109,6 +111,7 @@ def cells(row: dict[str, Any]) -> dict[str, tuple[str, SortKey]]:
                else math.inf),
         "p vs θ (support / refute)": (p_text(row), _float(row.get("p_support"))),
         "verdict": (row["verdict"], row["verdict"]),
+        FOREST: placement_text(entries(row)),
         "seeds per arm": (str(row["seeds_per_arm"]), float(row["seeds_per_arm"])),
         "training": (f"{_wall_key(row) / 60:.1f} min", _wall_key(row)),
     }

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -26,6 +25,14 @@ from scipy import stats as sps  # noqa: E402
 
 from grokverify.atomic import write_atomic  # noqa: E402
 from grokverify.claim.load import arm_label
+from grokverify.report.cells import SIDE_WORDS  # noqa: E402
+from grokverify.report.forest import (  # noqa: E402
+    AXIS_LIMIT,
+    VERDICT_COLOUR,
+    Entry,
+    claimed_interval,
+    paper_markers,
+)
 from grokverify.report.markdown import PHASE_LETTER, phase_share  # noqa: E402
 from grokverify.report.png import palette_png  # noqa: E402
 from grokverify.report.suite import member_results  # noqa: E402
@@ -344,27 +351,6 @@ def pairs_figure(data: FigureData) -> Figure | None:
 
 # ---------------------------------------------------------------- effects from the result
 
-_WITHIN = re.compile(r"within \[([^,\]]+), ([^\]]+)\]")
-_SIDE = re.compile(r"(<=|>=) ?(-?[0-9][0-9.e+-]*)")
-
-
-def claimed_interval(result: dict[str, Any]) -> tuple[float, float] | None:
-    """The claimed region of a criterion result as an interval, read from its words
-    ("ratio <= 0.8", "median within [0.5, 2]", "γ within [0.5, 1]"); None for an open
-    question's estimate or a region it cannot read."""
-    words = str(result.get("claimed_region") or "")
-    if (m := _WITHIN.search(words)) is not None:
-        try:
-            return float(m[1]), float(m[2])
-        except ValueError:
-            return None
-    if (m := _SIDE.search(words)) is not None:
-        theta = _float(result.get("threshold")) if result.get("threshold") is not None \
-            else float(m[2].rstrip(".e+-"))
-        return (-math.inf, theta) if m[1] == "<=" else (theta, math.inf)
-    return None
-
-
 def _shade(ax: Any, region: tuple[float, float] | None, vertical: bool = True) -> None:
     """Shade the claimed region (hatched too, so it shows in greyscale) and draw its ends."""
     if region is None:
@@ -606,6 +592,63 @@ FIGURES: dict[str, FigureSpec] = {
 }
 
 
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as a palette-reduced PNG, and closed."""
+    with plt.rc_context(_STYLE):
+        fig.tight_layout()
+        # tight_layout leaves a placeholder layout engine, for which savefig draws the
+        # figure twice (the first time only to lay it out again): half a report's time
+        fig.set_layout_engine(None)
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
+    plt.close(fig)
+    return palette_png(png.getvalue())
+
+
+_MPL_MARKER = {"circle": "o", "square": "s", "triangle": "^", "diamond": "D"}
+
+
+def forest_png(rows: list[Entry], title: str) -> bytes | None:
+    """A forest plot of `rows` on the shared axis (`report.forest`) as a PNG, one line per
+    entry with its verdict at the right; None when none has a place on it."""
+    placed = [e for e in rows if e.placement is not None]
+    if not placed:
+        return None
+    markers = paper_markers([e.arxiv for e in rows])
+    fig, (ax,) = _new(width=8.2, height=max(1.9, 0.26 * len(placed) + 1.5))
+    ax.axvspan(-AXIS_LIMIT - 0.2, 0, color="#1A7F37", alpha=0.08, lw=0)
+    ax.axvline(0, color="#333", lw=1)
+    for i, e in enumerate(placed):
+        p = e.placement
+        assert p is not None
+        colour = VERDICT_COLOUR.get(e.verdict, "#000")
+        ax.plot([p.lo, p.hi], [i, i], color=colour, lw=1.6, ls="--" if e.critic else "-")
+        for open_, end, m in ((p.open_lo, p.lo, "<"), (p.open_hi, p.hi, ">")):
+            if open_:
+                ax.plot(end, i, m, color=colour, ms=5)
+        ax.plot(p.estimate, i, _MPL_MARKER[markers[e.arxiv]], color=colour, ms=5.5,
+                mfc=colour if e.paper_setting else "white", mew=1.3)
+        side = f" (favours {SIDE_WORDS[e.favours]})" if e.favours else ""
+        ax.annotate(e.verdict + side, (1.01, i), xycoords=("axes fraction", "data"),
+                    va="center", fontsize=7, color=colour, annotation_clip=False)
+    ax.set_yticks(range(len(placed)))
+    ax.set_yticklabels([e.label + ("" if e.paper_setting else f" [{e.scale}]")
+                        for e in placed], fontsize=7)
+    ax.set_ylim(-0.7, len(placed) - 0.3)
+    ax.invert_yaxis()
+    ax.set_xlim(-AXIS_LIMIT - 0.2, AXIS_LIMIT + 0.2)
+    unplaced = [e.label for e in rows if e.placement is None]
+    ax.set_xlabel("distance beyond the claimed region's boundary (region units; shaded: "
+                  "inside the region)" + (
+                      "\nnot drawn (no estimate on a region): " + textwrap.shorten(
+                          ", ".join(unplaced), 150, placeholder=" …") if unplaced else ""),
+                  fontsize=7.5)
+    shapes = ", ".join(f"{m} arXiv:{a}" for a, m in markers.items())
+    ax.set_title(f"{title}\nmarker: {shapes}; hollow: not the paper's setting; dashed: a "
+                 "critic's claim", fontsize=8)
+    return png_bytes(fig)
+
+
 def draw_figures(data: FigureData, folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Draw every registered figure that applies into `folder`; returns {name: file} and
     {name: caption} of those drawn, and removes a stale file of one that no longer applies."""
@@ -616,14 +659,6 @@ def draw_figures(data: FigureData, folder: Path) -> tuple[dict[str, str], dict[s
         if fig is None:
             path.unlink(missing_ok=True)
             continue
-        with plt.rc_context(_STYLE):
-            fig.tight_layout()
-            # tight_layout leaves a placeholder layout engine, for which savefig draws the
-            # figure twice (the first time only to lay it out again): half a report's time
-            fig.set_layout_engine(None)
-            png = io.BytesIO()
-            fig.savefig(png, format="png")
-        plt.close(fig)
-        write_atomic(path, palette_png(png.getvalue()))
+        write_atomic(path, png_bytes(fig))
         files[name], captions[name] = spec.file, spec.caption
     return files, captions

@@ -16,12 +16,14 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from grokverify.report.cells import COLUMNS, cells, details
+from grokverify.report.cells import COLUMNS, FOREST, cells, details
+from grokverify.report.forest import axis_svg, entries, paper_markers, strip_svg
 from grokverify.report.markdown import figure_caption
 from grokverify.report.png import palette_png
 from grokverify.report.suite import ClaimReport
 from grokverify.report.suite_md import section_head, section_tail
 
+_SHAPE_WORD = {"circle": "●", "square": "■", "triangle": "▲", "diamond": "◆"}
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
 _MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
          ".webp": "image/webp"}
@@ -37,6 +39,8 @@ table{border-collapse:collapse;margin:.6rem 0;font-size:.88rem}
 th,td{border:1px solid #999;padding:.2rem .45rem;text-align:left;vertical-align:top}
 thead th{background:#e8e8e8}#verdicts thead th{cursor:pointer;user-select:none}
 #verdicts td,#verdicts th{white-space:nowrap}.wide{overflow-x:auto}
+#verdicts td{padding-top:.1rem;padding-bottom:.1rem}th.forest svg{display:block}
+td svg{display:block}.legend{font-size:.82rem;color:#333;margin:.3rem 0}
 #verdicts th[aria-sort=ascending]::after{content:" \\25B2"}
 #verdicts th[aria-sort=descending]::after{content:" \\25BC"}
 td.v,span.v{font-weight:700;white-space:nowrap}
@@ -108,16 +112,22 @@ def _options(label: str, ident: str, values: list[str]) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in COLUMNS)
+    head = "".join(f'<th scope="col">{escape(c)}</th>' if c != FOREST else
+                   f'<th scope="col" class="forest">{escape(c)}{axis_svg()}</th>'
+                   for c in COLUMNS)
+    markers = paper_markers([r["arxiv"] for r in rows])
     body = []
     for row in rows:
         shown, more = cells(row), details(row)
+        more = {**more, FOREST: shown[FOREST][0]}
         tds = []
         for column in COLUMNS:
             words, key = shown[column]
             inner = escape(words)
             if column == "claim":
                 inner = f'<a href="#{_anchor(row["id"])}">{inner}</a>'
+            elif column == FOREST:
+                inner = strip_svg(entries(row), markers)
             css = row["verdict"].replace(" ", "_")
             cls = f' class="v v-{escape(css, quote=True)}"' if column == "verdict" else ""
             tip = f' title="{escape(more[column], quote=True)}"' if more.get(column) else ""
@@ -125,7 +135,13 @@ def _table(rows: list[dict[str, Any]]) -> str:
                        f"{inner}</td>")
         body.append(f'<tr data-paper="{escape(row["arxiv"], quote=True)}" '
                     f'data-verdict="{escape(row["verdict"], quote=True)}">{"".join(tds)}</tr>')
-    controls = ('<div class="controls">'
+    shapes = " ".join(f"{_SHAPE_WORD[m]} arXiv:{escape(a)}" for a, m in markers.items())
+    legend = (f'<p class="legend"><b>{escape(FOREST)}</b>: each estimate and CI on one axis, '
+              "its distance beyond the claimed region's boundary (0; shaded: inside, where a "
+              "CI supports; right of 0 it refutes; docs/verdicts.md, \"The forest plot's "
+              f"axis\"). Colour: the verdict. Marker: {shapes}; hollow: not the paper's "
+              "setting. Dashed: a critic's claim (falsifier, skeptic, referee, inference).</p>")
+    controls = (legend + '<div class="controls">'
                 + _options("paper", "f-paper", sorted({r["arxiv"] for r in rows}))
                 + _options("verdict", "f-verdict", sorted({r["verdict"] for r in rows}))
                 + "<small>click a column's header to sort by it; hover a cell for its details"
@@ -168,13 +184,20 @@ def _page(title: str, body: str) -> str:
 """
 
 
-def render_index_html(suite: dict[str, Any], reports: list[ClaimReport]) -> str:
+def render_index_html(suite: dict[str, Any], reports: list[ClaimReport],
+                      forest: str | None = None) -> str:
+    """index.html; `forest`: the library's forest plot as a data: URI (None: not drawn)."""
     rows = suite["claims"]
+    plot = "" if not forest else (
+        f'<figure><img src="{forest}" alt="the library\'s forest plot"><figcaption>The '
+        "library's forest plot: every claim (a family: each member) on its claimed region, "
+        "as in the table's strips</figcaption></figure>")
     sections = "\n".join(_section(r, row) for r, row in zip(reports, rows, strict=True))
     return _page(f"grokverify verdicts ({len(rows)} claims)", f"""<h1>Verdicts</h1>
 <p>{len(rows)} claim(s); generated {escape(suite["generated"])}. Each claim's full report (setup,
 per-seed results, provenance) is report.md in its folder.</p>
 {_table(rows)}
+{plot}
 {sections}
 <script>{_SCRIPT}</script>
 """)

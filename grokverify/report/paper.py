@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from grokverify.claim.paper import PaperSpec, QuestionSpec
 from grokverify.report.cells import ci_text, favours_text
@@ -55,13 +56,26 @@ def _claim_rows(question: QuestionSpec, by_id: dict[str, ClaimReport],
     return rows
 
 
-def _question(question: QuestionSpec, by_id: dict[str, ClaimReport], folder: Path) -> list[str]:
+def question_rows(question: QuestionSpec, reports: list[ClaimReport]) -> list[dict[str, Any]]:
+    """The suite rows of a question's claims in this suite, in its order (its forest plot)."""
+    by_id = {r.result["claim"]["id"]: r for r in reports}
+    return [suite_row(by_id[c].result, by_id[c].path.name) for c in question.claims
+            if c in by_id]
+
+
+def _question(question: QuestionSpec, by_id: dict[str, ClaimReport], folder: Path,
+              plot: str | None) -> list[str]:
     found = answer(question.answer, _evidence(question, by_id))
     rule = (type(question.answer).__doc__ or "").split(";")[0].strip()
+    figure = [f"![{cell(question.id)}: its claims on their claimed regions](<{plot}>)", "",
+              "Each estimate and CI on one axis, its distance beyond the claimed region's "
+              "boundary (0): left of it supports, right of it refutes (docs/verdicts.md, \"The "
+              "forest plot's axis\").", ""] if plot else []
     return [f"### {text(question.asks)}", "",
             f"**Answer: {ANSWER_WORDS[found]}.** {cell(question.answers.sentence(found))}", "",
             f"Rule `{question.answer.rule}`: {cell(rule)}. Asked in {cell(question.where)}:", "",
-            f"> {text(question.quote)}", "", *_claim_rows(question, by_id, folder), ""]
+            f"> {text(question.quote)}", "", *_claim_rows(question, by_id, folder), "",
+            *figure]
 
 
 def _first_failure(reason: str) -> str:
@@ -101,17 +115,20 @@ def _summary(paper: PaperSpec, by_id: dict[str, ClaimReport]) -> list[str]:
     return [text(line) if not line.startswith("- ") else "- " + text(line[2:]) for line in out]
 
 
-def render_paper_md(paper: PaperSpec, reports: list[ClaimReport], folder: Path) -> str:
-    """The referee report of one paper from the suite's claim reports (written into `folder`)."""
+def render_paper_md(paper: PaperSpec, reports: list[ClaimReport], folder: Path,
+                    plots: dict[str, str] | None = None) -> str:
+    """The referee report of one paper from the suite's claim reports (written into `folder`);
+    `plots`: question id -> the link of its forest plot."""
+    plots = plots or {}
     by_id = {r.result["claim"]["id"]: r for r in reports}
     lines = [f"# Referee report: {text(paper.title)}", "", f"arXiv:{cell(paper.arxiv)}", "",
              "## Summary", "", *_summary(paper, by_id), "", "## The paper's central claims", ""]
     for question in paper.central:
-        lines += _question(question, by_id, folder)
+        lines += _question(question, by_id, folder, plots.get(question.id))
     if paper.questions:
         lines += ["## The reviewers' questions", ""]
         for question in paper.questions:
-            lines += _question(question, by_id, folder)
+            lines += _question(question, by_id, folder, plots.get(question.id))
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

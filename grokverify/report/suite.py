@@ -41,9 +41,11 @@ def member_results(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def _effect(result: dict[str, Any]) -> dict[str, Any]:
-    """A criterion result's effect, CI and p's against θ (None where it gives none)."""
+    """A criterion result's effect, CI, claimed region and p's against θ (None where it gives
+    none): what the table and the forest plots show."""
     return {"effect_label": result["effect_label"], "estimate": result["estimate"],
             "ci": result["ci"], "ci_level": result["ci_level"],
+            "claimed_region": result.get("claimed_region"), "threshold": result.get("threshold"),
             "p_support": result.get("p_support"), "p_refute": result.get("p_refute")}
 
 
@@ -93,11 +95,20 @@ def plan_command(res: dict[str, Any]) -> str:
     return shlex.join(_command(res, "plan", seeds=False) + (["--store", store] if store else []))
 
 
+def sides(res: dict[str, Any]) -> dict[str, str]:
+    """The claim's interpretation's sides: {"supported": side, "refuted": side} (or fewer)."""
+    return dict((res.get("interpretation") or {}).get("favours") or {})
+
+
+def side_of(verdict: str, claim_sides: dict[str, str]) -> str | None:
+    """The side a verdict favours (paper, critic, neither); None for one that decides nothing
+    or a claim that declares no side."""
+    return claim_sides.get({"SUPPORTED": "supported", "REFUTED": "refuted"}.get(verdict, ""))
+
+
 def favours(res: dict[str, Any]) -> str | None:
-    """The side the verdict favours by the claim's interpretation (paper, critic, neither);
-    None for a verdict that decides nothing or a claim that declares no side."""
-    sides = (res.get("interpretation") or {}).get("favours") or {}
-    return sides.get({"SUPPORTED": "supported", "REFUTED": "refuted"}.get(res["verdict"], ""))
+    """The side the claim's verdict favours by its interpretation."""
+    return side_of(res["verdict"], sides(res))
 
 
 def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
@@ -105,13 +116,15 @@ def suite_row(res: dict[str, Any], result_json: str) -> dict[str, Any]:
     family, so a member's move outside its CI is seen too)."""
     claim, prov = res["claim"], res["provenance"]
     single = _effect(res["result"]) if res.get("result") else dict.fromkeys(
-        ("effect_label", "estimate", "ci", "ci_level", "p_support", "p_refute"))
+        ("effect_label", "estimate", "ci", "ci_level", "claimed_region", "threshold",
+         "p_support", "p_refute"))
     return {
         "id": claim["id"], "title": claim["title"], "arxiv": claim["source"]["arxiv"],
         "where": claim["source"]["where"], "role": claim["source"]["role"],
         "scale": res["scale"]["name"], "paper_setting": res["scale"]["paper_setting"],
         "metric": res["metric"]["label"], **single, "members": _members(res),
-        "verdict": res["verdict"], "favours": favours(res), "reason": res["reason"],
+        "verdict": res["verdict"], "favours": favours(res), "sides": sides(res),
+        "reason": res["reason"],
         "seeds_per_arm": _seeds_per_arm(res),
         "seed_runs": len(res["per_seed"]),
         "wall_s": prov["wall_s"], "records_train_s": prov.get("records_train_s"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grokverify.report.cells import COLUMNS, cells
+from grokverify.report.cells import COLUMNS, FOREST, cells
 from grokverify.report.escape import block, cell, code, text
 from grokverify.report.markdown import claim_lines, figure_lines, result_lines
 from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
@@ -53,12 +53,19 @@ def verdict_table(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def render_index_md(suite: dict[str, Any], reports: list[ClaimReport], folder: Any) -> str:
-    """index.md in `folder`: figures linked relative to it (they stay in the claim folders)."""
+def render_index_md(suite: dict[str, Any], reports: list[ClaimReport], folder: Any,
+                    forest: str | None = None) -> str:
+    """index.md in `folder`: figures linked relative to it (they stay in the claim folders);
+    `forest`: the library's forest plot's file in it (None: not drawn)."""
     rows = suite["claims"]
     lines = ["# Verdicts", "", f"{len(rows)} claim(s); generated {suite['generated']}. Each "
              "claim's full report (setup, per-seed results, provenance) is its folder's "
              "report.md.", "", *verdict_table(rows), ""]
+    if forest:
+        lines += [f"{cell(FOREST)}: each estimate and CI on one axis, its distance beyond the "
+                  "claimed region's boundary (0): left of it supports, right of it refutes "
+                  "(docs/verdicts.md, \"The forest plot's axis\").", "",
+                  f"![the library's forest plot](<{forest}>)", ""]
     for report in reports:
         res = report.result
         figures = {name: relative_path(report.folder / file, folder)
