@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from grokverify.claim.budget import estimate
+from grokverify.claim.budget import estimate, scale_flops
 from grokverify.claim.load import load_claim
-from grokverify.run.pipeline import scale_flops
 
 # benchmarks/README.md: 326 model-steps/s (8 seeds, 2 threads, training only), eval ~5% more
 P97_MODEL_STEPS_S, EVAL_SHARE = 326, 0.05

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
+from grokverify.claim.budget import scale_flops
 from grokverify.claim.load import LoadedClaim, load_claim
-from grokverify.run.pipeline import scale_flops
 
 CPU_FLOPS = 43e9  # a core, measured for paper 1's MLP at p = 97 (31.5 steps/s x 1.36 GFLOP)
 # H200 seconds a training step of one arm takes, by the arm's seed count (benchmarks/README.md)

@@ -36,6 +36,8 @@ questions:
     answer: {rule: first_decided}
     answers: {paper: The skeptic is answered., critic: The skeptic is right., mixed: x, open: y}
 """
+SCALES = {"quick": {"paper_setting": False, "seeds_per_arm": 4, "flops": 1e12, "cpu_hours": 0.01},
+          "paper": {"paper_setting": True, "seeds_per_arm": 16, "flops": 3e15, "cpu_hours": 30}}
 SIDES = {"favours": {"supported": "paper", "refuted": "critic"}}
 
 
@@ -52,7 +54,8 @@ def _reports(tmp_path: Path) -> list[Any]:
                   if verdict == "NOT TESTED" else "r")
         paths.append(write_variant(tmp_path / "reports", claim, verdict=verdict, reason=reason,
                                    meaning=meaning, interpretation=SIDES,
-                                   claim__source=source))
+                                   claim__source=source, scale__paper_setting=False,
+                                   scales=SCALES))
     return [read_report(p) for p in paths]
 
 
@@ -71,6 +74,8 @@ def test_each_question_is_answered_by_its_rule_from_its_claims(tmp_path: Path) -
                    "1 decided claim(s) favour the paper: good",
                    "1 decided claim(s) favour its critic: bad_for_it",
                    "Critics' tests that fired", "untested (event_share on c1: 0.25",
+                   "its paper scale 'paper': 16 seeds an arm, 3e+15 flops, about 30 h of a "
+                   "2-core CPU)",
                    "**Answer: mixed.** Both ways.",
                    "**Answer: for its critic.** The skeptic is right.", "arXiv:2505.15624",
                    "Rule `first_decided`", "> It is Adam.",

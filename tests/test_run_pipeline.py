@@ -16,18 +16,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from grokverify.claim.budget import CPU_WARN_FLOPS, scale_flops
 from grokverify.claim.load import LoadedClaim, load_claim
 from grokverify.claim.yamlio import SpecError
 from grokverify.cli import Terminated, _raise_terminated, main
 from grokverify.engine.batched import BatchedModel
 from grokverify.engine.models import DataShape
-from grokverify.run.pipeline import (
-    CPU_WARN_FLOPS,
-    RunOptions,
-    _warn_paper_scale_on_cpu,
-    run_claims,
-    scale_flops,
-)
+from grokverify.run.pipeline import RunOptions, _warn_paper_scale_on_cpu, run_claims
 from grokverify.store import Store, StoreError, verify
 
 ROOT = Path(__file__).resolve().parent.parent

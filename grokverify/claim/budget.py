@@ -140,6 +140,28 @@ def gpu_share(exp: _Experiment, n_seeds: int, gpu_memory: int = DEFAULT_GPU_MEMO
     return max(1, eighths) / GPU_PACK
 
 
+# About an hour of a 2-core CPU (~3e10 flop/s at these sizes): more is GPU work.
+CPU_WARN_FLOPS = 1e14
+
+
+def scale_flops(loaded: _Loaded, scale: str) -> float:
+    """The arithmetic of every trial of one scale, at its seed count (`estimate`)."""
+    n = loaded.max_seeds(scale)
+    return float(sum(estimate(exp, n).flops for _, _, _, exp in loaded.experiments([scale])))
+
+
+def scale_costs(loaded: _Loaded) -> dict[str, dict[str, Any]]:
+    """Each scale of a claim: the paper's setting or not, seeds per arm, arithmetic and about
+    how many hours of a 2-core CPU that is (what a report says the paper scale would cost)."""
+    out = {}
+    for name, scale in loaded.claim.scales.items():
+        flops = scale_flops(loaded, name)
+        out[name] = {"paper_setting": bool(scale.paper_setting),
+                     "seeds_per_arm": loaded.max_seeds(name), "flops": flops,
+                     "cpu_hours": flops / CPU_WARN_FLOPS}
+    return out
+
+
 def statistics_bytes(n_boot: int, n_seeds: int) -> int:
     """Working memory of a bootstrap of `n_boot` resamples of `n_seeds` seeds per arm."""
     return n_boot * n_seeds * STATS_BYTES_PER_DRAW

@@ -83,6 +83,20 @@ def _first_failure(reason: str) -> str:
     return reason.removeprefix("Not tested: ").split(" — ")[0].split("; ")[0]
 
 
+def _cost(res: dict[str, Any]) -> str:
+    """What the claim's paper scale would cost, from result.json's `scales` ("" without)."""
+    if res["scale"]["paper_setting"]:
+        return "; this is the paper's setting"
+    paper = [(n, s) for n, s in (res.get("scales") or {}).items() if s["paper_setting"]]
+    if not res.get("scales"):
+        return ""
+    if not paper:
+        return "; the claim declares no paper scale"
+    return "".join(f"; its paper scale {name!r}: {s['seeds_per_arm']} seeds an arm, "
+                   f"{s['flops']:.2g} flops, about {s['cpu_hours']:.2g} h of a 2-core CPU"
+                   for name, s in paper)
+
+
 def _summary(paper: PaperSpec, by_id: dict[str, ClaimReport]) -> list[str]:
     named = list(dict.fromkeys(c for q in paper.all_questions() for c in q.claims))
     here = [by_id[c].result for c in named if c in by_id]
@@ -110,7 +124,7 @@ def _summary(paper: PaperSpec, by_id: dict[str, ClaimReport]) -> list[str]:
     out.append("- Critics' tests that fired (a falsifier's, skeptic's, referee's or inference's "
                "claim whose verdict favours the critic): " + (", ".join(fired) or "none") + ".")
     out.append("- NOT TESTED at this scale (the run did not realise the claim's regime): "
-               + ("; ".join(f"{r['claim']['id']} ({_first_failure(r['reason'])})"
+               + ("; ".join(f"{r['claim']['id']} ({_first_failure(r['reason'])}{_cost(r)})"
                             for r in untested) or "none") + ".")
     return [text(line) if not line.startswith("- ") else "- " + text(line[2:]) for line in out]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from grokverify.atomic import write_atomic
+from grokverify.claim.budget import scale_costs
 from grokverify.claim.load import arm_label
 from grokverify.claim.metrics import MetricSpec
 from grokverify.claim.tasks import IMAGE_DATASETS
@@ -93,6 +94,7 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
                   "file": str(loaded.path)},
         "scale": {"name": run.scale, "description": scale.description,
                   "paper_setting": scale.paper_setting},
+        "scales": scale_costs(loaded),
         "metric": {**claim.metric.model_dump(), "kind": claim.metric.kind,
                    "label": claim.metric.label(), "description": claim.metric.describe()},
         "criterion": claim.criterion.model_dump(),

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from grokverify.atomic import signals_deferred
-from grokverify.claim.budget import estimate
+from grokverify.claim.budget import CPU_WARN_FLOPS, scale_flops
 from grokverify.claim.load import LoadedClaim
 from grokverify.report.write import write_report
 from grokverify.run.execute import EXECUTORS, ExecutionError, Executor, resolve_device
@@ -322,16 +322,6 @@ def _round_record(run: ClaimRun, look: Look) -> dict[str, Any]:
     else:
         out["members"] = {m.member: m.verdict.value for m in run.family.members}
     return out
-
-
-# About an hour of a 2-core CPU (~3e10 flop/s at these sizes): more is GPU work.
-CPU_WARN_FLOPS = 1e14
-
-
-def scale_flops(loaded: LoadedClaim, scale: str) -> float:
-    """The arithmetic of every trial of one scale, at its seed count (`budget.estimate`)."""
-    n = loaded.max_seeds(scale)
-    return float(sum(estimate(exp, n).flops for _, _, _, exp in loaded.experiments([scale])))
 
 
 def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
