@@ -181,6 +181,10 @@ def _add_report_parser(sub: Any) -> None:
                      metavar="html|md|json", help="the suite files to write: html (index.html), "
                      "md (index.md), json (results.json); repeat or comma-separate (default: "
                      "all three)")
+    rep.add_argument("--beside", type=Path, default=None, metavar="SUITE",
+                     help="another scale's suite (its results.json or folder, e.g. "
+                          "reports/reference/paper): index.html and index.md show each claim's "
+                          "verdict there beside this one, and both on its forest strip")
     _add_data_option(rep)
     _add_limit_options(rep)
 
@@ -481,7 +485,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     """Rebuild reports and the suite from the store; nothing is trained and no executor (Ray)
     is started (`rebuild.rebuild_claims`)."""
     from grokverify.report.index import write_suite
-    from grokverify.report.suite import SUITE_FILES, read_report
+    from grokverify.report.suite import SUITE_FILES, SuiteError, load_suite, read_report
     from grokverify.run.execute import ExecutionError
     from grokverify.run.outcome import RunOptions
     from grokverify.run.preflight import claim_problems
@@ -496,6 +500,12 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     papers, bad = _papers_of(args.claims)
     if bad:
         return EXIT_BAD_INPUT
+    if args.beside is not None:
+        try:
+            load_suite(args.beside)
+        except SuiteError as exc:
+            print(f"grokverify report: error: --beside: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     claims, limits = _claims_of(args)
     opts = RunOptions(scale=args.scale, seeds=args.seeds, store=args.store, reports=args.reports,
                       executor="local", device=args.device, chunk_size=1)
@@ -508,7 +518,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         done = rebuild_claims(ready, opts, console)
         reports = [read_report(d.result_json) for d in done if d.result_json is not None]
         suite = write_suite(opts.reports, reports, args.formats or SUITE_FILES,
-                            [paper for _, paper in papers]) if reports else []
+                            [paper for _, paper in papers], args.beside) if reports else []
     except (ExecutionError, OSError) as exc:
         return _run_failed(exc, console)
     for d in done:

@@ -142,3 +142,34 @@ def test_rebuild_workers_leave_signals_to_the_parent(method: str, tmp_path: Path
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "{(True, True)}"
+
+
+def test_beside_shows_another_scales_suite_and_refuses_a_bad_one(
+        tmp_path: Path, no_training: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """--beside SUITE: each claim's verdict at the other suite's scale in its own column, and
+    both on its forest strip; a path that is no suite is refused before anything is rebuilt."""
+    assert rebuild(tmp_path, str(TINY), "--beside", str(tmp_path / "nowhere")) == 2
+    assert "--beside" in capsys.readouterr().err
+    assert not (tmp_path / "rebuilt").exists()
+    other = tmp_path / "paper"
+    assert main(["report", str(TINY), "--store", str(tiny_run() / "store"), "--reports",
+                 str(other), "--device", "cpu", "--format", "json"]) == 0
+    suite = json.loads((other / "results.json").read_text())
+    suite["claims"][0].update(scale="paper", paper_setting=True, verdict="REFUTED")
+    (other / "results.json").write_text(json.dumps(suite))
+    assert rebuild(tmp_path, str(TINY), "--beside", str(other)) == 0
+    row = json.loads((tmp_path / "rebuilt" / "results.json").read_text())["claims"][0]
+    assert row["beside"]["verdict"] == "REFUTED" and row["beside"]["scale"] == "paper"
+    assert (tmp_path / "rebuilt" / row["beside"]["result_json"]).resolve() == (
+        other / "tiny" / "result.json").resolve()
+    html = (tmp_path / "rebuilt" / "index.html").read_text()
+    table = html[html.index('<table id="verdicts">'):html.index("</table>")]
+    assert "<th scope=\"col\">other scale</th>" in table
+    assert "paper (the paper&#x27;s setting): REFUTED" in table or \
+        "paper (the paper's setting): REFUTED" in table
+    strip = table[table.index("<td", table.index("<tbody>")):]
+    strip = strip[strip.index("<svg", strip.index('data-sort="')):]
+    strip = strip[:strip.index("</svg>")]
+    assert strip.count("<line x1") == 3  # the boundary, and one CI for each scale
+    md = (tmp_path / "rebuilt" / "index.md").read_text()
+    assert "| other scale |" in md

@@ -17,6 +17,7 @@ from grokverify.report.markdown import interval, number
 FOREST = "on its region"  # the forest strip (index.html draws it; index.md says it in numbers)
 COLUMNS = ("claim", "verdict", FOREST, "favours", "effect", "CI", "seeds per arm", "scale",
            "role", "paper", "metric", "p vs θ (support / refute)", "training")
+OTHER = "other scale"  # the same claim's verdict in the suite beside (`report --beside`)
 # the verdict's side, from the claim's interpretation (its `favours`), as the table says it
 SIDE_WORDS = {"paper": "the paper", "critic": "its critic", "neither": "neither"}
 
@@ -86,6 +87,23 @@ def favours_text(row: dict[str, Any]) -> str:
     return SIDE_WORDS.get(row.get("favours") or "", "—")
 
 
+def columns(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The table's columns: OTHER after the strip when some row has a claim beside it."""
+    if not any(row.get("beside") for row in rows):
+        return COLUMNS
+    at = COLUMNS.index(FOREST) + 1
+    return (*COLUMNS[:at], OTHER, *COLUMNS[at:])
+
+
+def other_text(row: dict[str, Any]) -> str:
+    """The verdict of the same claim at the suite beside's scale; — where it was not run."""
+    other = row.get("beside")
+    if not other:
+        return "— (not run)"
+    setting = "the paper's setting" if other["paper_setting"] else "not the paper's"
+    return f"{other['scale']} ({setting}): {other['verdict']}"
+
+
 def details(row: dict[str, Any]) -> dict[str, str]:
     """Column label -> the longer text a row keeps out of its one line (a tooltip in HTML)."""
     out = {"claim": row["title"], "training": wall_text(row), "verdict": row.get("reason", "")}
@@ -112,6 +130,7 @@ def cells(row: dict[str, Any]) -> dict[str, tuple[str, SortKey]]:
         "p vs θ (support / refute)": (p_text(row), _float(row.get("p_support"))),
         "verdict": (row["verdict"], row["verdict"]),
         FOREST: placement_text(entries(row)),
+        OTHER: (other_text(row), (row.get("beside") or {}).get("verdict") or "~"),
         "seeds per arm": (str(row["seeds_per_arm"]), float(row["seeds_per_arm"])),
         "training": (f"{_wall_key(row) / 60:.1f} min", _wall_key(row)),
     }

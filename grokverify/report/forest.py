@@ -137,6 +137,11 @@ def entries(row: dict[str, Any]) -> list[Entry]:
                   favours=row.get("favours"), **common)]
 
 
+def row_entries(row: dict[str, Any]) -> list[Entry]:
+    """A row's entries and those of the same claim at the scale beside it (`report --beside`)."""
+    return entries(row) + (entries(row["beside"]) if row.get("beside") else [])
+
+
 def placement_text(rows: list[Entry]) -> tuple[str, float]:
     """The strip in words (index.md; the sort key in index.html): the estimate and CI on the
     shared axis, or a family's range of estimates."""

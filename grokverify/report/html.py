@@ -16,8 +16,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from grokverify.report.cells import COLUMNS, FOREST, cells, details
-from grokverify.report.forest import axis_svg, entries, paper_markers, strip_svg
+from grokverify.report.cells import FOREST, cells, columns, details
+from grokverify.report.forest import axis_svg, paper_markers, row_entries, strip_svg
 from grokverify.report.markdown import figure_caption
 from grokverify.report.png import palette_png
 from grokverify.report.suite import ClaimReport
@@ -114,20 +114,20 @@ def _options(label: str, ident: str, values: list[str]) -> str:
 def _table(rows: list[dict[str, Any]]) -> str:
     head = "".join(f'<th scope="col">{escape(c)}</th>' if c != FOREST else
                    f'<th scope="col" class="forest">{escape(c)}{axis_svg()}</th>'
-                   for c in COLUMNS)
+                   for c in columns(rows))
     markers = paper_markers([r["arxiv"] for r in rows])
     body = []
     for row in rows:
         shown, more = cells(row), details(row)
         more = {**more, FOREST: shown[FOREST][0]}
         tds = []
-        for column in COLUMNS:
+        for column in columns(rows):
             words, key = shown[column]
             inner = escape(words)
             if column == "claim":
                 inner = f'<a href="#{_anchor(row["id"])}">{inner}</a>'
             elif column == FOREST:
-                inner = strip_svg(entries(row), markers)
+                inner = strip_svg(row_entries(row), markers)
             css = row["verdict"].replace(" ", "_")
             cls = f' class="v v-{escape(css, quote=True)}"' if column == "verdict" else ""
             tip = f' title="{escape(more[column], quote=True)}"' if more.get(column) else ""

@@ -14,7 +14,7 @@ from pathlib import Path
 from grokverify.atomic import write_atomic
 from grokverify.claim.paper import PaperSpec
 from grokverify.report.figures import forest_png
-from grokverify.report.forest import entries
+from grokverify.report.forest import entries, row_entries
 from grokverify.report.html import data_uri, render_index_html, render_page
 from grokverify.report.paper import paper_file_name, question_rows, render_paper_md
 from grokverify.report.suite import SUITE_FILES, ClaimReport, build_suite, relative_path
@@ -35,16 +35,17 @@ def _draw(path: Path, png: bytes | None) -> Path | None:
 
 def write_suite(folder: Path, reports: Iterable[ClaimReport],
                 formats: Iterable[str] = tuple(SUITE_FILES),
-                papers: Iterable[PaperSpec] = ()) -> list[Path]:
+                papers: Iterable[PaperSpec] = (), beside: Path | None = None) -> list[Path]:
     """Write the suite's files (`formats`: json, md, html) into `folder`, and each paper's
-    referee report in the md and html of them; returns their paths."""
+    referee report in the md and html of them; `beside`: another scale's suite shown beside
+    (`build_suite`); returns their paths."""
     reports = list(reports)
-    suite = build_suite(reports, folder)
+    suite = build_suite(reports, folder, beside)
     folder.mkdir(parents=True, exist_ok=True)
     rows = suite["claims"]
     formats = list(dict.fromkeys(formats))
     forest = _draw(folder / FOREST_FILE, forest_png(
-        [e for row in rows for e in entries(row)],
+        [e for row in rows for e in row_entries(row)],
         f"{len(rows)} claim(s): each estimate and CI on its claimed region")) \
         if {"md", "html"} & set(formats) else None
     render = {"json": lambda: json.dumps(suite, indent=2) + "\n",

@@ -143,11 +143,24 @@ def relative_path(path: Path, folder: Path) -> str:
         return str(path.resolve())
 
 
-def build_suite(reports: list[ClaimReport], folder: Path) -> dict[str, Any]:
-    """results.json's content for a suite written to `folder`."""
+def build_suite(reports: list[ClaimReport], folder: Path,
+                beside: Path | None = None) -> dict[str, Any]:
+    """results.json's content for a suite written to `folder`; `beside`: another suite (e.g.
+    the paper scale's) whose row of the same claim each row carries as `beside`."""
+    rows = [suite_row(r.result, relative_path(r.path, folder)) for r in reports]
+    if beside is not None:
+        other = load_suite(beside)
+        base = beside.parent if beside.is_file() else beside
+        by_id = {row["id"]: row for row in other["claims"]}
+        for row in rows:
+            twin = by_id.get(row["id"])
+            if twin is not None and twin.get("scale") != row["scale"]:
+                row["beside"] = {**{k: v for k, v in twin.items() if k != "beside"},
+                                 "result_json": relative_path(base / twin["result_json"],
+                                                              folder)}
     return {"suite_version": SUITE_VERSION,
             "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "claims": [suite_row(r.result, relative_path(r.path, folder)) for r in reports]}
+            "claims": rows}
 
 
 def read_report(path: Path) -> ClaimReport:

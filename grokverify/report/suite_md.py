@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grokverify.report.cells import COLUMNS, FOREST, cells
+from grokverify.report.cells import FOREST, cells, columns
 from grokverify.report.escape import block, cell, code, text
 from grokverify.report.markdown import claim_lines, figure_lines, result_lines
 from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
@@ -44,12 +44,13 @@ def section_tail(res: dict[str, Any]) -> list[str]:
 
 
 def verdict_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| " + " | ".join(COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
+    shown_columns = columns(rows)
+    out = ["| " + " | ".join(shown_columns) + " |", "|---" * len(shown_columns) + "|"]
     for row in rows:
         shown = cells(row)
         out.append("| " + " | ".join(
             f"**{cell(shown[c][0])}**" if c == "verdict" else cell(shown[c][0])
-            for c in COLUMNS) + " |")
+            for c in shown_columns) + " |")
     return out
 
 
