@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="json (default): JSON Schema; markdown: the field reference "
                              "(docs/claims.md)")
 
+    sub.add_parser("plugins", help="list the installed plugins and the kinds each adds",
+                   description="List the installed plugins (entry-point group "
+                               "grokverify.plugins): each one's distribution, results version "
+                               "(part of its records' store keys) and the kinds it registers, "
+                               "or why it cannot be used. Exit 1 when one cannot.")
+
     plan = sub.add_parser("plan", help="seeds needed for a target power (pilot or effect)")
     plan.add_argument("claim", type=Path)
     plan.add_argument("--scale", default="quick")
@@ -673,6 +679,23 @@ def _cmd_schema(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
+    from grokverify.kinds import PLUGIN_GROUP, plugins
+
+    found = plugins()
+    if not found:
+        print(f"no plugins installed (entry-point group {PLUGIN_GROUP}; docs/extending.md, "
+              "Plugins)")
+    for plugin in found.values():
+        dist = f"{plugin.distribution} {plugin.version}" if plugin.distribution else "?"
+        if plugin.error:
+            print(f"{plugin.name} ({dist}): cannot be used: {plugin.error}")
+        else:
+            print(f"{plugin.name} ({dist}, module {plugin.module}): results version "
+                  f"{plugin.results_version}; {', '.join(plugin.kinds) or 'no kinds'}")
+    return EXIT_RUN_FAILED if any(p.error for p in found.values()) else EXIT_OK
+
+
 def _cmd_plan(args: argparse.Namespace, console: Console) -> int:
     from grokverify.claim.load import load_claim
     from grokverify.run.execute import resolve_device
@@ -790,7 +813,8 @@ def _cmd_store_verify(args: argparse.Namespace, console: Console) -> int:
 _STORE_COMMANDS = {"verify": _cmd_store_verify, "pack": _cmd_store_pack,
                    "unpack": _cmd_store_unpack}
 _COMMANDS = {"run": _cmd_run, "pilot": _cmd_pilot, "validate": _cmd_validate, "schema": _cmd_schema,
-             "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff}
+             "store": _cmd_store, "plan": _cmd_plan, "report": _cmd_report, "diff": _cmd_diff,
+             "plugins": _cmd_plugins}
 
 
 class Terminated(BaseException):

@@ -26,6 +26,7 @@ from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine import numerics
 from grokverify.engine.datasets import load as load_data
 from grokverify.engine.version import RESULTS_VERSION
+from grokverify.kinds import plugins_used
 
 STALE_AFTER_S = 6 * 3600  # a lock from another host older than this is taken over
 DEFAULT_STORE = Path(".grokverify") / "store"
@@ -69,8 +70,12 @@ def process_part(exp: ExperimentSpec, device_type: str) -> dict[str, str]:
 
 
 def key_inputs(exp: ExperimentSpec, seed: int, device_type: str) -> dict[str, Any]:
-    """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash)."""
-    return {"experiment": exp.canonical(), "seed": int(seed), **process_part(exp, device_type)}
+    """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash);
+    an experiment that uses a plugin's kinds adds each plugin's results version, so a new
+    version never reuses the old one's records (no other key changes)."""
+    used = plugins_used(exp)
+    return {"experiment": exp.canonical(), "seed": int(seed), **process_part(exp, device_type),
+            **({"plugins": used} if used else {})}
 
 
 def hash_key(inputs: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from grokverify.claim.metrics import MetricSpec as _Metric
 from grokverify.claim.optimizers import OptimizerSpec
 from grokverify.claim.schema import Claim, Seeds, SeedsSpec
 from grokverify.claim.yamlio import LineMap, Path_, Problem, SpecError, dotted, load_yaml_file
-from grokverify.kinds import CRITERIA, METRICS
+from grokverify.kinds import CRITERIA, METRICS, kinds_used, plugins
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +126,40 @@ def _resolve(claim_data: dict[str, Any], scale: str, member: str, arm: str) -> d
     return deep_merge(merged, (scale_data.get("arms") or {}).get(arm) or {})
 
 
+def _required_plugin_problems(requires: Any, file: str, lines: LineMap) -> list[Problem]:
+    """Each plugin a claim requires that is not installed, or cannot be used, with what to
+    install (a plugin's name is its distribution's, docs/extending.md)."""
+    if not isinstance(requires, list):
+        return []  # the schema says what `requires` must be
+    installed, out = plugins(), []
+    for i, name in enumerate(requires):
+        plugin = installed.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            continue
+        if plugin is None:
+            why = (f"plugin {name!r} is not installed: pip install {name} (installed: "
+                   f"{', '.join(installed) or 'none'}; `grokverify plugins` lists them)")
+        elif plugin.error:
+            why = f"plugin {name!r} cannot be used: {plugin.error}"
+        else:
+            continue
+        out.append(Problem(file, lines.line_of(("requires", i)), dotted(("requires", i)), why))
+    return out
+
+
+def _undeclared_plugin_problems(claim: Claim, file: str, lines: LineMap) -> list[Problem]:
+    """A kind a claim names from a plugin it does not require (a claim says what it needs)."""
+    out, seen = [], set()
+    for registry, name in kinds_used(claim):
+        plugin = registry.plugin_of(name)
+        if plugin and plugin not in claim.requires and (plugin, name) not in seen:
+            seen.add((plugin, name))
+            out.append(Problem(file, lines.line_of(("requires",)), "requires",
+                               f"{registry.what} {name!r} comes from plugin {plugin!r}: list "
+                               f"it under requires"))
+    return out
+
+
 def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> LoadedClaim:
     """Load, validate and resolve a claim file; raises SpecError listing every problem. With
     `limits` (None: unchecked) one seed of every scale × member × arm must fit them, so a claim
@@ -136,12 +170,15 @@ def load_claim(path: Path | str, limits: Limits | None = DEFAULT_LIMITS) -> Load
     if not isinstance(data, dict):
         raise SpecError([Problem(file, lines.line_of(()), "",
                                  f"expected a mapping of claim fields, got {kind_of(data)}")])
+    missing = _required_plugin_problems(data.get("requires"), file, lines)
+    if missing:  # before the schema, which would call the plugin's kinds unknown
+        raise SpecError(missing)
     data = _expand_grid(data, file, lines)
     try:
         claim = Claim.model_validate(data)
     except ValidationError as exc:
         raise SpecError(validation_problems(exc, file, lines, data, Claim, ())) from None
-    problems: list[Problem] = []
+    problems: list[Problem] = _undeclared_plugin_problems(claim, file, lines)
     for scale_name, scale in claim.scales.items():
         for arm in scale.arms:
             if arm not in claim.arms:

@@ -168,8 +168,14 @@ class InterpretationSpec(StrictModel):
         return self
 
 
+PluginName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
+
+
 class Claim(StrictModel):
     id: Id
+    requires: list[PluginName] = Field(
+        default_factory=list, description="the installed plugins its kinds come from "
+                                          "(`grokverify plugins`; docs/extending.md, Plugins)")
     title: str = Field(min_length=1)
     statement: str = Field(min_length=1)
     source: SourceSpec

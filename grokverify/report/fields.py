@@ -94,11 +94,14 @@ def _model_section(model: type[BaseModel], level: str) -> list[str]:
 
 
 def _kind_section(title: str, kind: Kind[type], named_by: str, done: set[type]) -> list[str]:
-    """Every registered name: where it is implemented, its docstring, what it reads, its fields;
-    then the models its fields name that no section has shown yet."""
-    out = [f"## {title}", "", f"`{named_by}`: one of {', '.join(f'`{n}`' for n in kind)}.", ""]
+    """Every built-in name: where it is implemented, its docstring, what it reads, its fields;
+    then the models its fields name that no section has shown yet (a plugin's kinds are its
+    own to document)."""
+    builtin = {n: spec for n, spec in kind.items() if kind.plugin_of(n) is None}
+    out = [f"## {title}", "", f"`{named_by}`: one of {', '.join(f'`{n}`' for n in builtin)} "
+           "(and the kinds of installed plugins: `grokverify plugins`).", ""]
     nested: list[type[BaseModel]] = []
-    for name, spec in kind.items():
+    for name, spec in builtin.items():
         doc, facts = _doc(spec), _facts(kind, name)
         out += [f"### `{name}`", "", f"Implementation: `{kind.path(name)}`.", ""]
         out += [*([doc, ""] if doc else []), *([facts, ""] if facts else [])]
