@@ -64,29 +64,56 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5) 
 
 
 def _numpy_forward(model: Transformer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The transformer written out in numpy, one example and one head at a time."""
+    """The transformer written out in numpy, one example and one head at a time, each of its
+    settings (norm, tokens, activation, positions, tie) as the spec's words say."""
+    from scipy.special import erf
+
+    spec: TransformerSpec = model.spec  # type: ignore[assignment]
     sd = {k: v.detach().double().numpy() for k, v in model.state_dict().items()}
-    heads, d = model.spec.heads, model.spec.d  # type: ignore[attr-defined]
+    heads, d, p = spec.heads, spec.d, model.shape.p
     dh = d // heads
+    act = {"relu": lambda z: np.maximum(z, 0),
+           "gelu": lambda z: 0.5 * z * (1 + erf(z / math.sqrt(2)))}[spec.activation]
     out = []
     for i, j in zip(a, b, strict=True):
-        x = np.stack([sd["embed.weight"][i], sd["embed.weight"][j]]) + sd["positions"]
-        for n in range(model.spec.layers):  # type: ignore[attr-defined]
+        ids = {"ab": [i, j], "a_b_eq": [i, j, p], "a_op_b_eq": [i, p, j, p + 1]}[spec.tokens]
+        x = np.stack([sd["embed.weight"][t] for t in ids]) + sd["positions"]
+        for n in range(spec.layers):
             w = {k.split(".", 2)[2]: v for k, v in sd.items() if k.startswith(f"blocks.{n}.")}
-            q, k, v = x @ w["q.weight"].T, x @ w["k.weight"].T, x @ w["v.weight"].T
-            mixed = np.zeros_like(x)
-            for h in range(heads):
-                cols = slice(h * dh, (h + 1) * dh)
-                for t in range(2):
-                    scores = np.array([q[t, cols] @ k[s, cols] / math.sqrt(dh)
-                                       for s in range(t + 1)])  # causal: s <= t
-                    att = np.exp(scores - scores.max())
-                    att /= att.sum()
-                    mixed[t, cols] = sum(att[s] * v[s, cols] for s in range(t + 1))
-            x = _layer_norm(x + mixed @ w["o.weight"].T, w["norm1.weight"], w["norm1.bias"])
-            mlp = np.maximum(x @ w["fc1.weight"].T, 0) @ w["fc2.weight"].T
-            x = _layer_norm(x + mlp, w["norm2.weight"], w["norm2.bias"])
-        out.append(x[-1] @ sd["unembed.weight"].T)
+
+            def norm(y: np.ndarray, which: str, w: dict[str, np.ndarray] = w) -> np.ndarray:
+                return _layer_norm(y, w[f"{which}.weight"], w[f"{which}.bias"])
+
+            def attend(y: np.ndarray, w: dict[str, np.ndarray] = w) -> np.ndarray:
+                q, k, v = y @ w["q.weight"].T, y @ w["k.weight"].T, y @ w["v.weight"].T
+                mixed = np.zeros_like(y)
+                for h in range(heads):
+                    cols = slice(h * dh, (h + 1) * dh)
+                    for t in range(len(y)):
+                        scores = np.array([q[t, cols] @ k[s, cols] / math.sqrt(dh)
+                                           for s in range(t + 1)])  # causal: s <= t
+                        att = np.exp(scores - scores.max())
+                        att /= att.sum()
+                        mixed[t, cols] = sum(att[s] * v[s, cols] for s in range(t + 1))
+                return mixed @ w["o.weight"].T
+
+            def mlp(y: np.ndarray, w: dict[str, np.ndarray] = w) -> np.ndarray:
+                return act(y @ w["fc1.weight"].T) @ w["fc2.weight"].T
+
+            if spec.norm == "post":
+                x = norm(x + attend(x), "norm1")
+                x = norm(x + mlp(x), "norm2")
+            elif spec.norm == "pre":
+                x = x + attend(norm(x, "norm1"))
+                x = x + mlp(norm(x, "norm2"))
+            else:
+                x = x + attend(x)
+                x = x + mlp(x)
+        last = x[-1] if spec.norm != "pre" else _layer_norm(
+            x[-1], sd["final_norm.weight"], sd["final_norm.bias"])
+        unembed = sd["embed.weight"][:model.shape.n_classes] if spec.tie else \
+            sd["unembed.weight"]
+        out.append(last @ unembed.T)
     return np.array(out)
 
 
@@ -122,6 +149,63 @@ def test_forward_equals_an_independent_numpy_implementation() -> None:
     a, b = np.array([0, 4, 2, 3]), np.array([1, 4, 0, 2])
     got = model(torch.as_tensor(a), torch.as_tensor(b)).detach().numpy()
     np.testing.assert_allclose(got, _numpy_forward(model, a, b), rtol=1e-10, atol=1e-12)
+
+
+VARIANTS = [{"norm": "pre"}, {"norm": "none"}, {"tokens": "a_b_eq"}, {"tokens": "a_op_b_eq"},
+            {"activation": "gelu"}, {"positions": "learned"}, {"tie": True},
+            {"norm": "none", "tokens": "a_b_eq", "positions": "learned"}]  # Nanda et al.'s
+
+
+@pytest.mark.parametrize("setting", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in
+                                                                      v.items()))
+def test_each_setting_equals_numpy_and_its_vmapped_form_each_plain_module(
+        setting: dict[str, object]) -> None:
+    """Each transformer setting: the plain module against the numpy transformer that reads the
+    settings from the spec's words, and its seed-batched form against each seed's plain one."""
+    spec = _spec(**setting)
+    model = Transformer.for_seed(spec, SHAPE, 3).double()
+    a, b = np.array([0, 4, 2, 3]), np.array([1, 4, 0, 2])
+    got = model(torch.as_tensor(a), torch.as_tensor(b)).detach().numpy()
+    np.testing.assert_allclose(got, _numpy_forward(model, a, b), rtol=1e-10, atol=1e-12)
+    a_, b_, y_ = _operands(3, 9)
+    assert_each_seed_is_its_plain_module(BatchedModel(spec, SHAPE, [4, 5, 6],
+                                                      dtype=torch.float64), a_, b_, y_)
+
+
+def test_the_settings_change_the_model_and_its_key_only_when_set() -> None:
+    """Paper 2's model is the default: its store key is what it was before the settings existed
+    (the key below), and so are its init streams; a setting that is set is keyed."""
+    from conftest import ADD7
+
+    from grokverify.store import record_key
+
+    exp = make_exp(ADD7, {"kind": "transformer", "d": 8, "layers": 1, "heads": 2, "mlp": 16},
+                   {"name": "adamw", "lr": 0.01, "weight_decay": 1.0},
+                   {"steps": 30, "eval_interval": 10, "batch_size": 8, "early_stop": False},
+                   probes=[{"name": "pca", "every": 10}])
+    assert record_key(exp, 0, "cpu") == \
+        "7b07027868748523f381de6854ff2e9ff8eed82942045680eb319c8579487895"
+    explicit = exp.model_copy(update={"model": exp.model.model_copy(update={"norm": "post"})})
+    assert record_key(explicit, 0, "cpu") == record_key(exp, 0, "cpu")
+    for setting in VARIANTS:
+        changed = exp.model_copy(update={"model": exp.model.model_copy(update=setting)})
+        assert record_key(changed, 0, "cpu") != record_key(exp, 0, "cpu"), setting
+    # and its seeds draw what they drew: the streams' key is the one before the settings
+    assert Transformer.stream_key(_spec(), SHAPE) == (
+        '{"classes":5,"model":{"d":8,"emb_init_std":1.0,"heads":2,"kind":"transformer",'
+        '"layers":2,"mlp":12},"p":5,"vocab":7}')
+    assert '"norm":"pre"' in Transformer.stream_key(_spec(norm="pre"), SHAPE)
+    assert Transformer.for_seed(_spec(tokens="a_op_b_eq"), SHAPE, 1).embed.weight.shape == (7, 8)
+    with pytest.raises(ValueError, match="tie: 9 classes but 5 token embeddings"):
+        Transformer.for_seed(_spec(tie=True), DataShape(p=5, vocab=7, n_classes=9), 0)
+
+
+def test_a_variant_seed_trains_the_same_alone_and_batched() -> None:
+    exp = _exp()
+    exp = exp.model_copy(update={"model": exp.model.model_copy(update={
+        "norm": "none", "tokens": "a_b_eq", "positions": "learned", "activation": "gelu"})})
+    batched, alone = records_by_seed(exp, [0, 1, 2], 2), records_by_seed(exp, [1])
+    assert alone[1] == batched[1]
 
 
 def test_initialisation_comes_from_the_seed_alone() -> None:

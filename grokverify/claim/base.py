@@ -8,7 +8,7 @@ import difflib
 import json
 import re
 from collections.abc import Collection, Iterable
-from typing import Annotated
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, AllowInfNan, BaseModel, ConfigDict, Field, Strict
 
@@ -51,10 +51,28 @@ Name = Annotated[str, _name_check(NAME_PATTERN, NAME_WORDS),
 
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # fields added to a kind after records of it were stored: left out of its canonical JSON
+    # while at their default, so that adding a setting changes no existing store key
+    key_defaults: ClassVar[frozenset[str]] = frozenset()
 
     def canonical(self) -> str:
-        """Stable JSON of every field, defaults included: the basis of content hashes."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Stable JSON of every field, defaults included (but `key_defaults` at their default):
+        the basis of content hashes."""
+        return json.dumps(_key_dump(self, self.model_dump(mode="json")), sort_keys=True,
+                          separators=(",", ":"))
+
+
+def _key_dump(spec: Any, dumped: Any) -> Any:
+    """`dumped` (a model_dump of `spec`) without each model's `key_defaults` at their default."""
+    if isinstance(spec, StrictModel) and isinstance(dumped, dict):
+        fields = type(spec).model_fields
+        return {k: _key_dump(getattr(spec, k, None), v) for k, v in dumped.items()
+                if not (k in spec.key_defaults and getattr(spec, k) == fields[k].default)}
+    if isinstance(spec, (list, tuple)) and isinstance(dumped, list):
+        return [_key_dump(s, d) for s, d in zip(spec, dumped, strict=True)]
+    if isinstance(spec, dict) and isinstance(dumped, dict):
+        return {k: _key_dump(spec.get(k), v) for k, v in dumped.items()}
+    return dumped
 
 
 def kind_of(value: object) -> str:

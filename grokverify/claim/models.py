@@ -197,7 +197,10 @@ class TransformerSpec(ModelSpec):
     output before its residual add, x = LN(x + Dropout(MLP(x))), and nowhere else (not on the
     embeddings, the attention weights or the attention output; grok's attention dropout is
     commented out). Training steps only: evaluation and probes run without it. A seed's masks
-    are its own, so it trains the same alone or in any batch (docs/determinism.md)."""
+    are its own, so it trains the same alone or in any batch (docs/determinism.md).
+
+    The defaults are paper 2's model; `norm`, `tokens`, `activation`, `positions` and `tie`
+    give the other papers' (Power et al.'s openai/grok, Nanda et al.'s) as settings."""
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
     kind: Literal["transformer"]
@@ -217,6 +220,33 @@ class TransformerSpec(ModelSpec):
     dropout: Float = Field(0.0, ge=0, lt=1,
                            description="dropout rate p on each block's MLP output, training "
                                        "only (0: none; paper 2's Fig. 7 uses a 'large' rate)")
+    norm: Literal["post", "pre", "none"] = Field(
+        "post", description="LayerNorm: post (paper 2's and openai/grok's: x = LN(x + f(x))), "
+                            "pre (x = x + f(LN(x)), and a final LN before the unembedding) or "
+                            "none (Nanda et al. 2023's)")
+    tokens: Literal["ab", "a_b_eq", "a_op_b_eq"] = Field(
+        "ab", description="the input sequence, read at its last position: [a, b] (paper 2), "
+                          "[a, b, =] (Nanda et al.: '=' is token p) or [a, op, b, =] (Power "
+                          "et al.'s openai/grok: op is token p, '=' token p + 1)")
+    activation: Literal["relu", "gelu"] = Field(
+        "relu", description="the MLP's activation (Nanda et al. and openai/grok: relu)")
+    positions: Literal["sinusoidal", "learned"] = Field(
+        "sinusoidal", description="fixed sinusoidal encodings (paper 2, openai/grok) or a "
+                                  "learned (T, d) table drawn N(0, 1/d) (Nanda et al.'s W_pos)")
+    tie: bool = Field(False, description="unembed with the token embedding's first classes "
+                                         "rows (logits = x Eᵀ) instead of its own matrix")
+
+    # the settings added after paper 2's records were stored: keyed only when set
+    key_defaults: ClassVar[frozenset[str]] = frozenset(
+        {"norm", "tokens", "activation", "positions", "tie"})
+
+    def sequence(self) -> int:
+        """Positions of the input sequence."""
+        return {"ab": 2, "a_b_eq": 3, "a_op_b_eq": 4}[self.tokens]
+
+    def vocab(self, p: int) -> int:
+        """Rows of the token embedding: the p numbers and the extra tokens."""
+        return p + self.sequence() - 2
 
     @model_validator(mode="after")
     def _heads_divide_d(self) -> TransformerSpec:
@@ -226,13 +256,14 @@ class TransformerSpec(ModelSpec):
         return self
 
     def size(self, p: int, n_classes: int) -> ModelSize:
-        """Embedding of p tokens, per block q, k, v, o (d × d), the MLP (d × mlp, mlp × d) and
-        two LayerNorms (weight and bias), the unembedding, and the (2, d) position buffer.
-        Multiply-adds for both positions (attention scores and mixing included)."""
-        d, m, n = self.d, self.mlp, self.layers
+        """Embedding of the vocabulary, per block q, k, v, o (d × d), the MLP (d × mlp, mlp × d)
+        and two LayerNorms (weight and bias), the unembedding, and the (T, d) positions.
+        Multiply-adds for every position (attention scores and mixing included)."""
+        d, m, n, t = self.d, self.mlp, self.layers, self.sequence()
         block = 4 * d * d + 2 * d * m + 4 * d
-        macs = 2 * n * (4 * d * d + 2 * d * m + 4 * d) + d * n_classes
-        return ModelSize(p * d + n * block + d * n_classes + 2 * d, macs, self.widest())
+        macs = t * n * (4 * d * d + 2 * d * m + 2 * t * d) + d * n_classes
+        return ModelSize(self.vocab(p) * d + n * block + d * n_classes + t * d, macs,
+                         self.widest())
 
     def activations(self, p: int, n_classes: int, rows: int, backward: bool) -> int:
         """Training keeps, per row and block, 9d floats a position, the MLP's hidden layer and

@@ -92,7 +92,10 @@ class Model(nn.Module, Generic[S]):
     @classmethod
     def stream_key(cls, spec: ModelSpec, shape: DataShape) -> str:
         """What a seed's model streams ("init", "targets", `noise_stream`) are keyed by."""
-        drawn = spec.model_dump(mode="json", exclude=set(cls.after_draws))
+        # the canonical fields (a setting added later is left out at its default, so a seed
+        # of an older claim draws what it always drew), less those applied after the draws
+        drawn = {k: v for k, v in json.loads(spec.canonical()).items()
+                 if k not in cls.after_draws}
         return json.dumps({"model": drawn, "p": shape.p, "vocab": shape.vocab,
                            "classes": shape.n_classes}, sort_keys=True, separators=(",", ":"))
 
@@ -241,20 +244,23 @@ def sinusoid(positions: int, d: int) -> Tensor:
 
 
 class Block(nn.Module):
-    """One post-LayerNorm decoder block: x = LN(x + MHA(x)), x = LN(x + Dropout(MLP(x))),
-    written with plain Linear, matmul and softmax so that torch.func.vmap batches it."""
+    """One decoder block, its LayerNorms placed by `norm`: post x = LN(x + MHA(x)),
+    x = LN(x + Dropout(MLP(x))); pre x = x + MHA(LN(x)), x = x + Dropout(MLP(LN(x))); none
+    without them. Written with plain Linear, matmul and softmax so that torch.func.vmap
+    batches it."""
 
-    def __init__(self, d: int, heads: int, mlp: int):
+    def __init__(self, d: int, heads: int, mlp: int, norm: str = "post",
+                 activation: str = "relu"):
         super().__init__()
-        self.heads = heads
+        self.heads, self.norm, self.act = heads, norm, _ACTIVATIONS[activation]
         self.q = nn.Linear(d, d, bias=False)
         self.k = nn.Linear(d, d, bias=False)
         self.v = nn.Linear(d, d, bias=False)
         self.o = nn.Linear(d, d, bias=False)
-        self.norm1 = nn.LayerNorm(d)
+        self.norm1 = nn.LayerNorm(d) if norm != "none" else None
         self.fc1 = nn.Linear(d, mlp, bias=False)
         self.fc2 = nn.Linear(mlp, d, bias=False)
-        self.norm2 = nn.LayerNorm(d)
+        self.norm2 = nn.LayerNorm(d) if norm != "none" else None
 
     def attention(self, x: Tensor) -> Tensor:
         """Causal multi-head self-attention of x (B, T, d): position t reads positions <= t."""
@@ -272,9 +278,19 @@ class Block(nn.Module):
 
     def forward(self, x: Tensor, mlp_mask: Tensor | None = None) -> Tensor:
         """`mlp_mask`: a dropout mask (kept units already scaled by 1/(1 - p)), or None."""
+
+        def mlp(y: Tensor) -> Tensor:
+            out = self.fc2(self.act(self.fc1(y)))
+            return out if mlp_mask is None else out * mlp_mask
+
+        if self.norm1 is None or self.norm2 is None:
+            x = x + self.attention(x)
+            return x + mlp(x)
+        if self.norm == "pre":
+            x = x + self.attention(self.norm1(x))
+            return x + mlp(self.norm2(x))
         x = self.norm1(x + self.attention(x))
-        mlp = self.fc2(torch.relu(self.fc1(x)))
-        return self.norm2(x + (mlp if mlp_mask is None else mlp * mlp_mask))
+        return self.norm2(x + mlp(x))
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
@@ -283,13 +299,17 @@ class Block(nn.Module):
         for layer in (self.q, self.k, self.v, self.o, self.fc1, self.fc2):
             init_weight_(layer.weight, gen)
         for norm in (self.norm1, self.norm2):
-            norm.weight.fill_(1.0)
-            norm.bias.zero_()
+            if norm is not None:
+                norm.weight.fill_(1.0)
+                norm.bias.zero_()
+
+
+_ACTIVATIONS = {"relu": torch.relu, "gelu": nn.functional.gelu}
 
 
 class Transformer(Model[TransformerSpec]):
-    """Paper 2's §4.2 transformer: tokens [a, b] plus fixed sinusoidal positions, `layers`
-    post-LayerNorm causal blocks, a bias-free unembedding of the last position."""
+    """Paper 2's §4.2 transformer and its variants (`TransformerSpec`): the token sequence
+    plus positions, `layers` causal blocks, an unembedding of the last position."""
 
     roles = {"E": "embed.weight"}
     embedding = ("embed.weight",)
@@ -300,40 +320,71 @@ class Transformer(Model[TransformerSpec]):
 
     def __init__(self, spec: TransformerSpec, shape: DataShape):
         super().__init__(spec, shape)
-        self.embed = nn.Embedding(shape.p, spec.d)
-        self.blocks = nn.ModuleList(Block(spec.d, spec.heads, spec.mlp)
-                                    for _ in range(spec.layers))
-        self.unembed = nn.Linear(spec.d, shape.n_classes, bias=False)
-        self.register_buffer("positions", torch.zeros(2, spec.d))
+        t = spec.sequence()
+        self.embed = nn.Embedding(spec.vocab(shape.p), spec.d)
+        self.blocks = nn.ModuleList(Block(spec.d, spec.heads, spec.mlp, spec.norm,
+                                          spec.activation) for _ in range(spec.layers))
+        self.final_norm = nn.LayerNorm(spec.d) if spec.norm == "pre" else None
+        if spec.tie and shape.n_classes > spec.vocab(shape.p):
+            raise ValueError(f"tie: {shape.n_classes} classes but {spec.vocab(shape.p)} token "
+                             "embeddings to unembed with")
+        self.unembed = None if spec.tie else nn.Linear(spec.d, shape.n_classes, bias=False)
+        if spec.positions == "learned":
+            self.positions = nn.Parameter(torch.zeros(t, spec.d))
+        else:
+            self.register_buffer("positions", torch.zeros(t, spec.d))
+
+    def sequence(self, a: Tensor, b: Tensor) -> Tensor:
+        """The token ids (B, T): [a, b], [a, b, =] or [a, op, b, =] (op p, "=" the last id)."""
+        p, kind = self.shape.p, self.spec.tokens
+        if kind == "ab":
+            return torch.stack([a, b], dim=-1)
+        eq = torch.full_like(a, p + (1 if kind == "a_op_b_eq" else 0))
+        if kind == "a_b_eq":
+            return torch.stack([a, b, eq], dim=-1)
+        return torch.stack([a, torch.full_like(a, p), b, eq], dim=-1)
 
     def forward(self, a: Tensor, b: Tensor, noise: dict[str, Tensor] | None = None) -> Tensor:
         """Logits (B, classes); `noise` (training only): `step_noise`'s masks."""
-        x = self.embed(torch.stack([a, b], dim=-1)) + self.positions
+        x = self.embed(self.sequence(a, b)) + self.positions
         for i, block in enumerate(self.blocks):
             x = block(x, None if noise is None else noise[f"mlp_dropout.{i}"])
-        return self.unembed(x[:, -1])
+        last = x[:, -1] if self.final_norm is None else self.final_norm(x[:, -1])
+        if self.unembed is None:
+            return last @ self.embed.weight[:self.shape.n_classes].T
+        return self.unembed(last)
 
     def step_noise(self, gen: torch.Generator, rows: int) -> dict[str, Tensor]:
-        """Per block, a (rows, 2, d) inverted-dropout mask (kept where a uniform is >= p,
+        """Per block, a (rows, T, d) inverted-dropout mask (kept where a uniform is >= p,
         scaled by 1/(1 - p)); empty at p = 0."""
         p = self.spec.dropout
         if p == 0:
             return {}
-        return {f"mlp_dropout.{i}": (torch.rand((rows, 2, self.spec.d), generator=gen) >= p)
+        t = self.spec.sequence()
+        return {f"mlp_dropout.{i}": (torch.rand((rows, t, self.spec.d), generator=gen) >= p)
                 .float() / (1 - p) for i in range(self.spec.layers)}
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        """The embedding N(0, emb_init_std²), each block in order, then the unembedding."""
+        """The embedding N(0, emb_init_std²), each block in order, then the unembedding, then
+        learned positions N(0, 1/d) (so paper 2's settings draw as they always have)."""
         self.embed.weight.copy_(torch.randn(self.embed.weight.shape, generator=gen)
                                 * self.spec.emb_init_std)
         for block in self.blocks:
             cast(Block, block).init_(gen)
-        init_weight_(self.unembed.weight, gen)
+        if self.final_norm is not None:
+            self.final_norm.weight.fill_(1.0)
+            self.final_norm.bias.zero_()
+        if self.unembed is not None:
+            init_weight_(self.unembed.weight, gen)
+        if self.spec.positions == "learned":
+            self.positions.copy_(torch.randn(self.positions.shape, generator=gen)
+                                 / math.sqrt(self.spec.d))
 
     @torch.no_grad()
     def init_buffers_(self, gen: torch.Generator) -> None:
-        self.positions.copy_(sinusoid(2, self.spec.d))
+        if self.spec.positions == "sinusoidal":
+            self.positions.copy_(sinusoid(self.spec.sequence(), self.spec.d))
 
 
 class ImageMLP(Model[ImageMLPSpec]):
