@@ -44,8 +44,8 @@ MODULAR = {
 
 
 def test_every_registered_op_is_checked() -> None:
-    """s3 (p = 6 only) is checked against the group's rules below."""
-    assert set(TASKS) == set(MODULAR) | {"s3"}
+    """s3 (p = 6 only), s5 and s5_conj (p = 120) are checked against the groups' rules below."""
+    assert set(TASKS) == set(MODULAR) | {"s3", "s5", "s5_conj"}
 
 
 @pytest.mark.parametrize("p", [2, 5, 7, 11])
@@ -126,7 +126,7 @@ def test_dataset_fields() -> None:
 
 
 def compose(f: tuple[int, ...], g: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(f[g[i]] for i in range(3))
+    return tuple(f[g[i]] for i in range(len(f)))
 
 
 def test_the_table_is_the_symmetric_group() -> None:
@@ -153,6 +153,31 @@ def test_the_task_keeps_all_36_ordered_pairs_and_labels_them_by_the_product() ->
 def test_s3_needs_six_elements_in_order(bad: dict[str, object]) -> None:
     with pytest.raises(ValidationError, match="op 's3'"):
         TaskSpec.model_validate({"op": "s3", "p": 6, "train_frac": 0.5, **bad})
+
+
+def test_s5_is_the_symmetric_group_on_five_and_conj_is_conjugation() -> None:
+    """Power et al.'s S5 tasks: each product by hand (a sample of pairs), identity 0, inverses,
+    associativity on a sample, non-commutative; x ∘ y ∘ x⁻¹ by hand; the task's labels."""
+    from grokverify.engine.tasks import S5, S5_COMPOSE, S5_INVERSE
+
+    assert len(S5) == 120 and S5[0] == (0, 1, 2, 3, 4)
+    rng = np.random.default_rng(0)
+    for a, b, c in rng.integers(0, 120, (300, 3)):
+        assert S5[S5_COMPOSE[a, b]] == compose(S5[a], S5[b])
+        assert S5_COMPOSE[S5_COMPOSE[a, b], c] == S5_COMPOSE[a, S5_COMPOSE[b, c]]
+    assert (S5_COMPOSE[0] == np.arange(120)).all() and (S5_COMPOSE[:, 0] == np.arange(120)).all()
+    assert (S5_COMPOSE[np.arange(120), S5_INVERSE] == 0).all()
+    assert (S5_COMPOSE != S5_COMPOSE.T).any()
+    for name, label in (("s5", lambda x, y: compose(x, y)),
+                        ("s5_conj", lambda x, y: compose(compose(x, y), tuple(
+                            sorted(range(5), key=x.__getitem__))))):
+        data = build_dataset(TaskSpec.model_validate({"op": name, "p": 120,
+                                                      "train_frac": 0.3}), 0)
+        assert len(data.a) == 14400 and data.n_classes == 120
+        for i in rng.integers(0, 14400, 200):
+            assert S5[data.y[i]] == label(S5[data.a[i]], S5[data.b[i]]), name
+    with pytest.raises(ValidationError, match="op 's5_conj'"):
+        TaskSpec.model_validate({"op": "s5_conj", "p": 97, "train_frac": 0.3})
 
 
 # ---------------------------------------------------------------- split sizes and disjointness
@@ -191,9 +216,9 @@ def test_split_sizes_and_disjoint(case: dict[str, object], split: str) -> None:
 @pytest.mark.parametrize("unordered", [False, True])
 @pytest.mark.parametrize("op", sorted(TASKS))
 def test_split_sizes_are_counted_without_building_the_pairs(op: str, unordered: bool) -> None:
-    if op == "s3" and unordered:
-        pytest.skip("s3 is ordered only (refused: test_s3_needs_six_elements_in_order)")
-    p = 6 if op == "s3" else 11  # s3: its six elements
+    if op in ("s3", "s5", "s5_conj") and unordered:
+        pytest.skip("the groups are ordered only (refused: test_s3_needs_six_elements_in_order)")
+    p = {"s3": 6, "s5": 120, "s5_conj": 120}.get(op, 11)  # a group: its elements
     t = task(op=op, p=p, unordered=unordered, train_frac=0.4, test_frac=0.3)
     d = build_dataset(t, 0)
     assert split_sizes(t) == (len(pairs_for(t)[0]), len(d.train_idx), len(d.val_idx))

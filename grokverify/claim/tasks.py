@@ -112,6 +112,35 @@ class S3(TaskOp):
         return None
 
 
+class _S5(TaskOp):
+    """An operation on S5's 120 elements (p = 120), each result one of them."""
+
+    @staticmethod
+    def span(p: int) -> int:
+        return p
+
+    @classmethod
+    def undefined_for(cls, task: _Task) -> str | None:
+        if task.p != 120 or task.unordered:
+            return (f"op {cls.op!r} (Power et al.'s S5: the 120 permutations of five things) "
+                    "needs p: 120 and unordered: false (it is not commutative)")
+        return None
+
+
+@TASKS.register("grokverify.engine.tasks:s5")
+class S5(_S5):
+    """x ∘ y on S5 (Power et al. 2022, Fig. 4's 'x∘y' on S5)."""
+
+    op = "s5"
+
+
+@TASKS.register("grokverify.engine.tasks:s5_conj")
+class S5Conj(_S5):
+    """x ∘ y ∘ x⁻¹ on S5 (Power et al. 2022's 'x∘y∘x⁻¹')."""
+
+    op = "s5_conj"
+
+
 class SplitStrategy:
     """How a seed's training pairs are drawn (registered in `grokverify.kinds.SPLITS`)."""
 
@@ -196,7 +225,8 @@ class TaskSpec(StrictModel):
     """An arithmetic task and how its pairs are split."""
 
     op: str = Field(description="operation: add, sub, mul, div, sq_sum, s3 (p = 6: a ∘ b in "
-                                "the symmetric group S3)")
+                                "the symmetric group S3), s5 and s5_conj (p = 120: a ∘ b and "
+                                "a ∘ b ∘ a⁻¹ in S5)")
     p: Int = Field(ge=2, le=MAX_P, description="operands are 0..p-1; the modulus when modular")
     modular: bool = Field(True, description="labels mod p; otherwise the raw result")
     unordered: bool = Field(False, description="keep only pairs a <= b (paper 2's toy)")

@@ -54,6 +54,23 @@ def s3(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
     return S3_TABLE[a, b]
 
 
+# S5's elements in lexicographic order (0 the identity); S5_COMPOSE[a, b] = a ∘ b as for S3
+S5 = list(itertools.permutations(range(5)))
+_S5_INDEX = {perm: i for i, perm in enumerate(S5)}
+S5_COMPOSE = np.array([[_S5_INDEX[tuple(f[g[i]] for i in range(5))] for g in S5] for f in S5],
+                      dtype=np.int64)
+S5_INVERSE = np.array([_S5_INDEX[tuple(sorted(range(5), key=f.__getitem__))] for f in S5],
+                      dtype=np.int64)
+
+
+def s5(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    return S5_COMPOSE[a, b]
+
+
+def s5_conj(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    return S5_COMPOSE[S5_COMPOSE[a, b], S5_INVERSE[a]]
+
+
 @dataclass(frozen=True)
 class Dataset:
     """All pairs of a task with labels, and one seed's split into train and validation rows."""
