@@ -177,6 +177,15 @@ def _load_plugin(entry: metadata.EntryPoint) -> Plugin:
                   results if error is None else None, kinds, error)
 
 
+def names_listed(registry: Any, quote: Callable[[str], str] = str) -> str:
+    """A registry's names for a refusal: the built-in ones sorted, then any plugin's, apart
+    (so a message lists the same built-ins whatever is installed)."""
+    plugin_of = getattr(registry, "plugin_of", lambda name: None)
+    own = [quote(n) for n in sorted(registry) if not plugin_of(n)]
+    extra = [quote(n) for n in sorted(registry) if plugin_of(n)]
+    return ", ".join(own) + (f" (from plugins: {', '.join(extra)})" if extra else "")
+
+
 def kinds_used(spec: Any) -> Iterator[tuple[Kind[Any], str]]:
     """Every registered kind (registry, name) a spec object names, searched through its
     fields, lists and mappings."""

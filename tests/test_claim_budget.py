@@ -116,11 +116,14 @@ def test_model_size_counts_every_parameter_and_buffer(kind: str, output: str) ->
     assert spec.size(p, n_classes).params == real
 
 
+GROUPS = {"s3": 6, "s5": 120, "s5_conj": 120}
+
+
 def test_class_count_bounds_the_labels_of_every_task() -> None:
     for op in TASKS:
         for modular in (True, False) if op != "div" else (True,):
-            for unordered in (False, True) if op != "s3" else (False,):
-                p = 6 if op == "s3" else 7  # s3: its six elements, in order only
+            for unordered in (False, True) if op not in GROUPS else (False,):
+                p = GROUPS.get(op, 7)  # a group: its elements, in order only
                 task = TaskSpec(op=op, p=p, modular=modular, unordered=unordered, train_frac=0.5)
                 labels, n_classes = labels_for(task, *pairs_for(task))
                 assert n_classes <= class_count(task), (op, modular, unordered)

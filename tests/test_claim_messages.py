@@ -233,7 +233,7 @@ def test_unknown_kind_in_arm(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     ("    name: adamw", "    name: qqqq", "base.optimizer.name",
      "unknown optimizer 'qqqq'; known: adam, adamw, sgd"),
     ("    op: add", "    op: zzzz", "base.task.op",
-     "unknown operation 'zzzz'; known: add, div, mul, s3, sq_sum, sub"),
+     "unknown operation 'zzzz'; known: add, div, mul, s3, s5, s5_conj, sq_sum, sub"),
 ], ids=["split", "optimizer", "op"])
 def test_an_unknown_name_with_no_close_match_lists_the_known_ones_only(
         tmp_path: Path, old: str, new: str, field: str, known: str) -> None:
@@ -284,7 +284,8 @@ WRONG_VALUES = [
      ("train_frac + test_frac must be <= 1", "got 0.5 + 0.6"), ("Value error",)),
     # a message that already quotes the value does not repeat it
     ("    op: add", "    op: addd", "op: addd", "base.task.op",
-     ("unknown operation 'addd' (did you mean 'add'?)", "known: add, div, mul, s3, sq_sum, sub"),
+     ("unknown operation 'addd' (did you mean 'add'?)",
+      "known: add, div, mul, s3, s5, s5_conj, sq_sum, sub"),
      ("(got",)),
     # an unknown tag with no close match: no "did you mean", the known ones listed
     ("    kind: embed_mlp", "    kind: zzz", "kind: zzz", "base.model.kind",

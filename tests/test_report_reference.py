@@ -71,8 +71,8 @@ def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
 
 def test_the_reference_suite_is_one_self_contained_page() -> None:
     """reports/reference/quick/index.html: a row and a section for every shipped claim, every
-    figure its claims' result.json name embedded as a data URI (none missing), no request of
-    any kind, and the size the README states (to 0.1 MB)."""
+    figure its claims' result.json name (and the library's forest plot) embedded as a data URI
+    (none missing), no request of any kind, and the size the README states (to 0.1 MB)."""
     from suitedata import page_of
 
     index = REFERENCE / "index.html"
@@ -83,7 +83,8 @@ def test_the_reference_suite_is_one_self_contained_page() -> None:
     sections = [a.get("id") for t, a in page.tags if t == "section"]
     assert sorted(sections) == sorted(f"claim-{c}" for c in CLAIMS)
     images = [a for t, a in page.tags if t == "img"]
-    assert len(images) == sum(len(r["figures"]) for r in results) > 100
+    forest = (REFERENCE / "forest.png").is_file()  # the library's forest plot, under the table
+    assert len(images) == sum(len(r["figures"]) for r in results) + forest > 100
     assert all((a["src"] or "").startswith("data:image/png;base64,") for a in images)
     assert "figure missing" not in " ".join(page.text)
     for tag, attrs in page.tags:

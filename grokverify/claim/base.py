@@ -21,6 +21,7 @@ from grokverify.claim.limits import (
     NAME_PATTERN,
     NAME_WORDS,
 )
+from grokverify.kinds import names_listed
 
 # An integer written as one: YAML's true/false or 3.0 are refused, not read as 1 or 3.
 Int = Annotated[int, Strict()]
@@ -92,5 +93,5 @@ def known(value: str, registry: Collection[str], what: str) -> str:
     """`value` if `registry` has it; else a refusal listing the known names."""
     if value not in registry:
         raise ValueError(f"unknown {what} {value!r}{did_you_mean(value, registry)}; known: "
-                         f"{', '.join(sorted(registry))}")
+                         f"{names_listed(registry)}")
     return value

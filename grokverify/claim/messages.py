@@ -22,6 +22,7 @@ from grokverify.kinds import (
     METRICS,
     MODELS,
     PROBES,
+    names_listed,
 )
 
 
@@ -110,7 +111,7 @@ def validation_problems(exc: ValidationError, file: str, lines: LineMap, data: A
             tag_key = str(err["ctx"]["discriminator"]).strip("'")
             path = (*path, tag_key)  # point at kind/name
             what, registry = _tag_registry(tag_key, path)
-            known = ", ".join(repr(name) for name in sorted(registry))
+            known = names_listed(registry, repr)
             if err["type"] == "union_tag_not_found":
                 message = f"required field is missing; one of: {known}"
             else:
@@ -185,7 +186,7 @@ _BY_FIELD = {"probes": PROBES, "interventions": INTERVENTIONS, "metric": METRICS
              "checks": CHECKS}
 
 
-def _tag_registry(tag_key: str, path: Path_) -> tuple[str, dict[str, Any]]:
+def _tag_registry(tag_key: str, path: Path_) -> tuple[str, Any]:
     """What a tagged union's tag names, and the names it may take: by the field the path runs
     through (a probe, an intervention, a metric: a criterion's x and y too), else by the tag
     (a model's kind, a criterion's name)."""
@@ -196,9 +197,9 @@ def _tag_registry(tag_key: str, path: Path_) -> tuple[str, dict[str, Any]]:
     for part in reversed(path):
         if isinstance(part, str) and (part in _BY_FIELD or part in metric_fields):
             kind = _BY_FIELD.get(part, METRICS)
-            return kind.what, kind.specs
+            return kind.what, kind
     kind = {"kind": MODELS, "name": CRITERIA, "rule": ANSWER_RULES}.get(tag_key)
-    return (kind.what, kind.specs) if kind else (tag_key, {})
+    return (kind.what, kind) if kind else (tag_key, {})
 
 
 _MAPPING_TYPE_ERRORS = ("model_type", "dict_type", "model_attributes_type")
