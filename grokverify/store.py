@@ -63,19 +63,18 @@ def environment(device_type: str) -> dict[str, str]:
 
 def process_part(exp: ExperimentSpec, device_type: str) -> dict[str, str]:
     """`environment`, plus the digest of a file-read task's data, so records made from two
-    copies of a dataset never share a key."""
+    copies of a dataset never share a key, and each used plugin's results version, so a new
+    version never reuses the old one's records (no other key changes); a worker whose part
+    differs from the driver's refuses the trial."""
     name = exp.task.data_name()
     data = {"data": load_data(name).digest} if name is not None else {}
-    return {**environment(device_type), **data}
+    used = plugins_used(exp)
+    return {**environment(device_type), **data, **({"plugins": used} if used else {})}
 
 
 def key_inputs(exp: ExperimentSpec, seed: int, device_type: str) -> dict[str, Any]:
-    """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash);
-    an experiment that uses a plugin's kinds adds each plugin's results version, so a new
-    version never reuses the old one's records (no other key changes)."""
-    used = plugins_used(exp)
-    return {"experiment": exp.canonical(), "seed": int(seed), **process_part(exp, device_type),
-            **({"plugins": used} if used else {})}
+    """Everything a record's key hashes, as the record keeps it (so `verify` can re-hash)."""
+    return {"experiment": exp.canonical(), "seed": int(seed), **process_part(exp, device_type)}
 
 
 def hash_key(inputs: dict[str, Any]) -> str:

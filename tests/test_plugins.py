@@ -183,3 +183,16 @@ def test_the_example_probe_is_the_rms_of_each_role() -> None:
     got = PROBES.of(spec)(model, spec, ProbeContext())
     want = torch.sqrt((model.param("embed.weight").double() ** 2).mean(dim=(1, 2)))
     np.testing.assert_allclose(got["param_rms.E"].numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+@needs_example
+def test_a_worker_with_another_plugin_version_refuses_the_trial() -> None:
+    from grokverify.run.execute import run_trial
+    from grokverify.store import process_part
+
+    exp = next(e for *_, e in load_claim(EXAMPLE_CLAIM).experiments(["quick"]))
+    expected = process_part(exp, "cpu")
+    assert expected["plugins"] == {"grokverify-example": "1"}
+    with pytest.raises(RuntimeError, match="plugins: .*grokverify-example.*in the run's keys"):
+        run_trial(exp.model_dump(mode="json"), [0], "cpu", 1,
+                  {**expected, "plugins": {"grokverify-example": "0"}})
