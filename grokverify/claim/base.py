@@ -56,11 +56,14 @@ class StrictModel(BaseModel):
     # while at their default, so that adding a setting changes no existing store key
     key_defaults: ClassVar[frozenset[str]] = frozenset()
 
+    def key_dump(self) -> dict[str, Any]:
+        """Every field as JSON data, defaults included but `key_defaults` at their default: what
+        store keys and a model's random streams are keyed by."""
+        return _key_dump(self, self.model_dump(mode="json"))
+
     def canonical(self) -> str:
-        """Stable JSON of every field, defaults included (but `key_defaults` at their default):
-        the basis of content hashes."""
-        return json.dumps(_key_dump(self, self.model_dump(mode="json")), sort_keys=True,
-                          separators=(",", ":"))
+        """Stable JSON of `key_dump`: the basis of content hashes."""
+        return json.dumps(self.key_dump(), sort_keys=True, separators=(",", ":"))
 
 
 def _key_dump(spec: Any, dumped: Any) -> Any:

@@ -133,9 +133,9 @@ def _required_plugin_problems(requires: Any, file: str, lines: LineMap) -> list[
         return []  # the schema says what `requires` must be
     installed, out = plugins(), []
     for i, name in enumerate(requires):
-        plugin = installed.get(name) if isinstance(name, str) else None
         if not isinstance(name, str):
             continue
+        plugin = installed.get(name)
         if plugin is None:
             why = (f"plugin {name!r} is not installed: pip install {name} (installed: "
                    f"{', '.join(installed) or 'none'}; `grokverify plugins` lists them)")

@@ -94,8 +94,7 @@ class Model(nn.Module, Generic[S]):
         """What a seed's model streams ("init", "targets", `noise_stream`) are keyed by."""
         # the canonical fields (a setting added later is left out at its default, so a seed
         # of an older claim draws what it always drew), less those applied after the draws
-        drawn = {k: v for k, v in json.loads(spec.canonical()).items()
-                 if k not in cls.after_draws}
+        drawn = {k: v for k, v in spec.key_dump().items() if k not in cls.after_draws}
         return json.dumps({"model": drawn, "p": shape.p, "vocab": shape.vocab,
                            "classes": shape.n_classes}, sort_keys=True, separators=(",", ":"))
 

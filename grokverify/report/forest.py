@@ -20,6 +20,11 @@ VERDICT_COLOUR = {"SUPPORTED": "#1A7F37", "REFUTED": "#C0392B", "INCONCLUSIVE": 
                   "PARTIAL": "#B7950B", "NOT TESTED": "#7F7F7F", "FINDING": "#2166AC"}
 # the i-th paper of a suite (sorted by arXiv id) is drawn with the i-th marker
 PAPER_MARKERS = ("circle", "square", "triangle", "diamond")
+MARKER_GLYPHS = {"circle": "●", "square": "■", "triangle": "▲", "diamond": "◆"}  # in text
+# what the axis means, where a page shows a forest plot
+AXIS_WORDS = ("each estimate and CI on one axis, its distance beyond the claimed region's "
+              "boundary (0): left of it supports, right of it refutes (docs/verdicts.md, \"The "
+              "forest plot's axis\").")
 
 _WITHIN = re.compile(r"within \[([^,\]]+), ([^\]]+)\]")
 _SIDE = re.compile(r"(<=|>=) ?(-?[0-9][0-9.e+-]*)")

@@ -17,13 +17,18 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from grokverify.report.cells import FOREST, cells, columns, details
-from grokverify.report.forest import axis_svg, paper_markers, row_entries, strip_svg
+from grokverify.report.forest import (
+    MARKER_GLYPHS,
+    axis_svg,
+    paper_markers,
+    row_entries,
+    strip_svg,
+)
 from grokverify.report.markdown import figure_caption
 from grokverify.report.png import palette_png
 from grokverify.report.suite import ClaimReport
 from grokverify.report.suite_md import section_head, section_tail
 
-_SHAPE_WORD = {"circle": "●", "square": "■", "triangle": "▲", "diamond": "◆"}
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
 _MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
          ".webp": "image/webp"}
@@ -112,16 +117,17 @@ def _options(label: str, ident: str, values: list[str]) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
+    shown_columns = columns(rows)
     head = "".join(f'<th scope="col">{escape(c)}</th>' if c != FOREST else
                    f'<th scope="col" class="forest">{escape(c)}{axis_svg()}</th>'
-                   for c in columns(rows))
+                   for c in shown_columns)
     markers = paper_markers([r["arxiv"] for r in rows])
     body = []
     for row in rows:
         shown, more = cells(row), details(row)
         more = {**more, FOREST: shown[FOREST][0]}
         tds = []
-        for column in columns(rows):
+        for column in shown_columns:
             words, key = shown[column]
             inner = escape(words)
             if column == "claim":
@@ -135,7 +141,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
                        f"{inner}</td>")
         body.append(f'<tr data-paper="{escape(row["arxiv"], quote=True)}" '
                     f'data-verdict="{escape(row["verdict"], quote=True)}">{"".join(tds)}</tr>')
-    shapes = " ".join(f"{_SHAPE_WORD[m]} arXiv:{escape(a)}" for a, m in markers.items())
+    shapes = " ".join(f"{MARKER_GLYPHS[m]} arXiv:{escape(a)}" for a, m in markers.items())
     legend = (f'<p class="legend"><b>{escape(FOREST)}</b>: each estimate and CI on one axis, '
               "its distance beyond the claimed region's boundary (0; shaded: inside, where a "
               "CI supports; right of 0 it refutes; docs/verdicts.md, \"The forest plot's "

@@ -64,7 +64,7 @@ def write_suite(folder: Path, reports: Iterable[ClaimReport],
 
 
 def _write_paper(folder: Path, paper: PaperSpec, reports: list[ClaimReport],
-                 formats: Iterable[str]) -> list[Path]:
+                 formats: list[str]) -> list[Path]:
     """One paper's referee report (md and html of `formats`) and its questions' forest plots."""
     if not {"md", "html"} & set(formats):
         return []
@@ -81,7 +81,7 @@ def _write_paper(folder: Path, paper: PaperSpec, reports: list[ClaimReport],
                  paper, reports, folder, {q: relative_path(p, folder) for q, p in plots.items()}),
              "html": lambda: render_page(f"Referee report: {paper.title}", render_paper_md(
                  paper, reports, folder, {q: data_uri(p) or "" for q, p in plots.items()}))}
-    for fmt in (f for f in dict.fromkeys(formats) if f in pages):
+    for fmt in (f for f in formats if f in pages):
         path = folder / f"{name}.{fmt}"
         write_atomic(path, pages[fmt]())
         written.append(path)

@@ -12,6 +12,7 @@ from typing import Any
 from grokverify.claim.paper import PaperSpec, QuestionSpec
 from grokverify.report.cells import ci_text, favours_text
 from grokverify.report.escape import cell, text
+from grokverify.report.forest import AXIS_WORDS
 from grokverify.report.markdown import number
 from grokverify.report.suite import ClaimReport, favours, relative_path, suite_row
 from grokverify.stats.answers import Evidence, answer
@@ -68,9 +69,7 @@ def _question(question: QuestionSpec, by_id: dict[str, ClaimReport], folder: Pat
     found = answer(question.answer, _evidence(question, by_id))
     rule = (type(question.answer).__doc__ or "").split(";")[0].strip()
     figure = [f"![{cell(question.id)}: its claims on their claimed regions](<{plot}>)", "",
-              "Each estimate and CI on one axis, its distance beyond the claimed region's "
-              "boundary (0): left of it supports, right of it refutes (docs/verdicts.md, \"The "
-              "forest plot's axis\").", ""] if plot else []
+              AXIS_WORDS[0].upper() + AXIS_WORDS[1:], ""] if plot else []
     return [f"### {text(question.asks)}", "",
             f"**Answer: {ANSWER_WORDS[found]}.** {cell(question.answers.sentence(found))}", "",
             f"Rule `{question.answer.rule}`: {cell(rule)}. Asked in {cell(question.where)}:", "",

@@ -11,6 +11,7 @@ from typing import Any
 
 from grokverify.report.cells import FOREST, cells, columns
 from grokverify.report.escape import block, cell, code, text
+from grokverify.report.forest import AXIS_WORDS
 from grokverify.report.markdown import claim_lines, figure_lines, result_lines
 from grokverify.report.referee import caveat_lines, reasoning_lines, reproduce_lines, setup_lines
 from grokverify.report.suite import ClaimReport, relative_path
@@ -63,9 +64,7 @@ def render_index_md(suite: dict[str, Any], reports: list[ClaimReport], folder: A
              "claim's full report (setup, per-seed results, provenance) is its folder's "
              "report.md.", "", *verdict_table(rows), ""]
     if forest:
-        lines += [f"{cell(FOREST)}: each estimate and CI on one axis, its distance beyond the "
-                  "claimed region's boundary (0): left of it supports, right of it refutes "
-                  "(docs/verdicts.md, \"The forest plot's axis\").", "",
+        lines += [f"{cell(FOREST)}: {AXIS_WORDS}", "",
                   f"![the library's forest plot](<{forest}>)", ""]
     for report in reports:
         res = report.result
