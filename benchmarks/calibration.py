@@ -670,6 +670,8 @@ def build_settings(n_boot: int) -> list[Setting]:
     po = {"name": "phase_order", "cells": {k: list(v) for k, v in PHASE_CELLS.items()},
           "min_gamma": 0.5, "n_boot": n_boot}
     out += [
+        Setting("phase_order", "degenerate: 4 seed ids, 3 x 2 cells, population γ 0.5", po,
+                P(_phase_cells, lead=0.5895), _phase_gamma(0.5895), 4, True),
         Setting("phase_order", "3 x 2 cells, population γ 0.5 = min_gamma", po,
                 P(_phase_cells, lead=0.5895), _phase_gamma(0.5895), 20, True),
         Setting("phase_order", "3 x 2 cells, population γ 0.5 = min_gamma", po,

@@ -64,44 +64,80 @@ CELLS = {f"x{i}y{j}": (float(10 ** -(4 - i)), float(j)) for j in range(2) for i 
 
 
 def test_an_ordered_map_with_all_three_phases_is_supported() -> None:
-    rows = [[C, C, C, G], [G, G, G, C], [M, M, M, M]]
+    rows = [[C, C, C, G] * 3, [G, G, G, C] * 3, [M, M, M, M] * 3]  # 12 seeds a cell
     arms = [cell(f"x{i}y{j}", rows[i]) for j in range(2) for i in range(3)]
     result = run(CELLS, arms)
     codes, _ = _codes(arms)
     xs = np.array([CELLS[a.name][0] for a in arms])
     ys = np.array([CELLS[a.name][1] for a in arms])
-    assert result.estimate == pytest.approx(brute_gamma(codes, xs, ys, np.ones(4)))
+    assert result.estimate == pytest.approx(brute_gamma(codes, xs, ys, np.ones(12)))
     assert result.estimate > 0.8
     assert result.verdict is Verdict.SUPPORTED, result.reason
     assert result.details["cells_most_common"] == {
         "comprehension": 2, "grokking": 2, "memorization": 2, "confusion": 0}
     first = result.details["phase_map"]["cells"][0]
-    assert first["counts"] == {"comprehension": 3, "grokking": 1, "memorization": 0,
+    assert first["counts"] == {"comprehension": 9, "grokking": 3, "memorization": 0,
                                "confusion": 0}
     assert first["most_common"] == "comprehension"
 
 
+def test_four_seed_ids_give_an_interval_too_wide_to_support() -> None:
+    """4 ids allow 35 distinct resamples: below 10 ids the bootstrap interval does not hold
+    (docs/verdicts.md, "Intervals that do not hold"), so the same ordered map cannot be
+    SUPPORTED; a resample without an ordered pair counts as -1 below and +1 above."""
+    rows = [[C, C, C, G], [G, G, G, C], [M, M, M, M]]
+    arms = [cell(f"x{i}y{j}", rows[i]) for j in range(2) for i in range(3)]
+    result = run(CELLS, arms)
+    assert result.estimate > 0.8
+    assert result.details["bootstrap_level"] > 0.999
+    assert result.verdict is Verdict.INCONCLUSIVE and "fewer than 10" in result.reason
+    assert result.ci == (-math.inf, math.inf)
+    assert "verdict_if_interval_held" in result.details
+    low, high = result.details["ci_computed"]
+    assert -1.0 <= low < 0.5 and high <= 1.0
+    sparse = [cell("a", [C, X, X, X]), cell("b", [G, X, X, X]), cell("c", [M, X, X, X])]
+    result = run({"a": (1.0, 0.0), "b": (2.0, 0.0), "c": (3.0, 0.0)}, sparse)
+    assert result.details["resamples_without_an_ordered_pair"] > 0  # seed 0 not drawn
+    assert result.estimate == 1.0 and result.details["ci_computed"] == [-1.0, 1.0]
+
+
 def test_a_reversed_order_is_refuted_and_a_missing_band_is_refuted_by_name() -> None:
-    rows = [[M, M, M, M], [G, G, G, G], [C, C, C, C]]
+    rows = [[M, M, M, M] * 3, [G, G, G, G] * 3, [C, C, C, C] * 3]
     arms = [cell(f"x{i}y{j}", rows[i]) for j in range(2) for i in range(3)]
     result = run(CELLS, arms)
     assert result.estimate == -1.0
     assert result.verdict is Verdict.REFUTED and "below" in result.reason
-    no_grokking = [[C, C, C, C], [C, C, M, M], [M, M, M, X]]
+    no_grokking = [[C, C, C, C] * 5, [C, C, M, M] * 5, [M, M, M, X] * 5]  # 20 seeds a cell
     arms = [cell(f"x{i}y{j}", no_grokking[i]) for j in range(2) for i in range(3)]
     result = run(CELLS, arms)
     assert result.estimate == 1.0  # ordered, but nothing lies between
     assert result.verdict is Verdict.REFUTED
     assert "grokking is the most common phase of 0 cell(s)" in result.reason
+    assert result.details["cells_each_missing_phase_may_lead"] == {"grokking": 0}
+
+
+def test_a_missing_phase_refutes_only_when_the_seeds_exclude_it_from_every_cell() -> None:
+    """0 of 4 seeds grokking in every cell does not exclude a cell led by grokking (exact upper
+    bound 0.87 at 0.025 / 6 cells); 0 of 20 does (0.24 < 1/4); the verdict says how many
+    seeds a cell would need (ln(0.025 / 6) / ln(3/4) = 19.05: 20)."""
+    no_grokking = [[C, C, C, C] * 3, [C, C, M, M] * 3, [M, M, M, X] * 3]  # 12 seeds a cell
+    arms = [cell(f"x{i}y{j}", no_grokking[i]) for j in range(2) for i in range(3)]
+    result = run(CELLS, arms)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "cannot exclude that it leads 6" in result.reason
+    assert "at least 20 seeds" in result.reason
 
 
 def test_confusion_is_left_out_and_ties_name_no_phase() -> None:
-    rows = [[C, C, X, X], [C, C, G, G], [M, M, M, M]]
+    rows = [[C, C, X, X] * 3, [C, C, G, G] * 3, [M, M, M, M] * 3]
     arms = [cell(f"x{i}y{j}", rows[i]) for j in range(2) for i in range(3)]
     result = run(CELLS, arms)
     cells = result.details["phase_map"]["cells"]
     assert cells[0]["most_common"] is None and cells[1]["most_common"] is None
-    assert result.verdict is Verdict.REFUTED  # comprehension and grokking lead no cell
+    # comprehension and grokking lead no cell, but 12 seeds a cell exclude neither anywhere
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.details["cells_each_missing_phase_may_lead"] == {"comprehension": 6,
+                                                                   "grokking": 6}
     assert result.estimate == 1.0
 
 
@@ -172,7 +208,8 @@ def test_falling_turns_the_order_and_shown_names_the_phases_claimed() -> None:
     """A batch-size sweep (App. G): comprehension at the largest batch, grokking at small ones,
     no memorization claimed: falling with shown [comprehension, grokking]."""
     sweep = {"b4": (4.0, 0.0), "b16": (16.0, 0.0), "b45": (45.0, 0.0)}
-    arms = [cell("b4", [G, G, G, M]), cell("b16", [G, G, C, G]), cell("b45", [C, C, C, C])]
+    arms = [cell("b4", [G, G, G, M] * 3), cell("b16", [G, G, C, G] * 3),
+            cell("b45", [C, C, C, C] * 3)]
     rising = run(sweep, arms)
     assert rising.estimate < 0 and rising.verdict is Verdict.REFUTED
     falling = run(sweep, arms, direction="falling", shown=["comprehension", "grokking"])
@@ -229,13 +266,18 @@ def test_bca_without_bias_or_skew_is_the_percentile_interval_and_shifts_with_bia
     the levels at alpha/2 and 1 - alpha/2: the percentile order statistics [x*_(k),
     x*_(B+1-k)], k = floor(0.025 * 2000) = 50 (the upper one rounded up: 1951). With every
     resample above the estimate the bias correction moves both levels down, past the lowest
-    resample at the lower end (unbounded) and far below the percentile one at the upper."""
+    resample at the lower end (clipped to it) and far below the percentile one at the upper."""
     from grokverify.stats.phase_order import _bca
     boot = np.linspace(-1, 1, 2000)
     jack = np.array([-0.1, 0.0, 0.1])
-    ci, info = _bca(boot, 0.0, jack, 0.95)
+    none = np.zeros(2000, dtype=bool)
+    ci, info = _bca(boot, none, 0.0, jack, 0.95)
     assert info["bca_z0"] == pytest.approx(0.0, abs=1e-12)
     assert info["bca_acceleration"] == 0.0
-    assert ci == (boot[49], boot[1950])
-    low, high = _bca(boot, -1.5, jack, 0.95)[0]
-    assert low == -math.inf and high < boot[1000]
+    assert ci == (boot[49], boot[1950]) and not info["bca_clipped"]
+    (low, high), info = _bca(boot, none, -1.5, jack, 0.95)
+    assert low == boot[0] and high < boot[1000] and info["bca_clipped"]
+    undefined = none.copy()
+    undefined[1990:] = True  # the top ten resamples had no ordered pair
+    (low, high), _ = _bca(boot, undefined, 0.0, jack, 0.999)
+    assert low == -1.0 and high == 1.0

@@ -8,16 +8,18 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.stats as sps
 from pydantic import BaseModel
 from scipy.special import ndtr, ndtri
 
 from grokverify.claim.criteria import PhaseOrderParams, expect_params
 from grokverify.claim.metrics import PHASES
 from grokverify.stats import verdict as verdict_rules
-from grokverify.stats.base import ArmSample, CriterionResult
-from grokverify.stats.common import Frame, arm_row, require_arms
+from grokverify.stats.base import INTERVAL_FAILS, ArmSample, CriterionResult
+from grokverify.stats.common import Frame, arm_row, expanded_level, require_arms
 
 NAME = "phase_order"
+MIN_IDS = 10  # seed ids for γ's interval to decide (benchmarks/calibration.py, phase_order rows)
 ORDERED = PHASES[:3]  # comprehension, grokking, memorization: ranks 0, 1, 2
 CENSORING = ("a phase is never censored: a run that does not reach a threshold within the "
              "budget is labelled by Table 1 (memorization or confusion); seeds without a phase "
@@ -56,28 +58,46 @@ def gammas(codes: np.ndarray, xs: np.ndarray, ys: np.ndarray, weights: np.ndarra
         return np.where(total > 0, (concordant - discordant) / total, np.nan)
 
 
-def _bca(boot: np.ndarray, estimate: float, jack: np.ndarray,
-         ci_level: float) -> tuple[tuple[float, float], dict[str, Any]]:
-    """Efron's BCa interval from the sorted bootstrap γ's (-inf for undefined ones), the
-    estimate and the leave-one-seed-id-out γ's (z0: the share below the estimate, ties halved;
-    a: the jackknife's skewness), read as order statistics like `crossing`'s."""
+def _bca(boot: np.ndarray, undefined: np.ndarray, estimate: float, jack: np.ndarray,
+         level: float) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Efron's BCa interval at `level` from the bootstrap γ's, read as order statistics like
+    `crossing`'s (a level beyond the resamples reads the extreme one). An undefined resample
+    (no ordered pair) could be any γ: -1 for the lower end, +1 for the upper."""
     n_boot = len(boot)
-    below = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / n_boot
+    low_sorted = np.sort(np.where(undefined, -1.0, boot))
+    high_sorted = np.sort(np.where(undefined, 1.0, boot))
+    defined = boot[~undefined]
+    below = (np.sum(defined < estimate) + 0.5 * np.sum(defined == estimate)
+             + 0.5 * np.sum(undefined)) / n_boot
     z0 = float(ndtri(min(max(below, 0.5 / n_boot), 1 - 0.5 / n_boot)))
     jack = jack[np.isfinite(jack)]
     d = jack.mean() - jack if jack.size else np.zeros(1)
     denom = 6.0 * float((d ** 2).sum()) ** 1.5
     a = float((d ** 3).sum()) / denom if denom > 0 else 0.0
     levels = []
-    for z in (ndtri((1 - ci_level) / 2), ndtri((1 + ci_level) / 2)):
+    for z in (ndtri((1 - level) / 2), ndtri((1 + level) / 2)):
         levels.append(float(ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))))
     lo_k = int(math.floor(levels[0] * (n_boot + 1)))
     hi_k = int(math.ceil(levels[1] * (n_boot + 1)))
-    ci = (float(boot[lo_k - 1]) if lo_k >= 1 else -math.inf,
-          float(boot[hi_k - 1]) if hi_k <= n_boot else math.inf)
-    return ci, {"ci_method": "BCa percentile bootstrap (Efron 1987): bias correction z0 and "
-                             "jackknife acceleration a over seed ids", "bca_z0": z0,
-                "bca_acceleration": a, "bca_levels": levels}
+    # a level beyond the resamples' resolution reads the extreme resample
+    ci = (float(low_sorted[max(lo_k, 1) - 1]), float(high_sorted[min(hi_k, n_boot) - 1]))
+    return ci, {"bca_clipped": not 1 <= lo_k <= hi_k <= n_boot,
+                "ci_method": "BCa percentile bootstrap (Efron 1987) at Hesterberg's expanded "
+                             "level for the seed ids: bias correction z0 and jackknife "
+                             "acceleration a over seed ids", "bca_z0": z0,
+                "bca_acceleration": a, "bca_levels": levels, "bootstrap_level": level}
+
+
+def _cells_it_may_lead(data: list[ArmSample], code: int, alpha: float) -> list[str]:
+    """The cells where the phase may still be the most common one: its share's one-sided
+    Clopper-Pearson upper bound at `alpha` reaches 1/4 (a most common of four phases has at
+    least 1/4 of the seeds)."""
+    out = []
+    for arm in data:
+        k, n = int((arm.values == code).sum()), arm.n
+        if n == 0 or k == n or float(sps.beta.ppf(1 - alpha, k + 1, n - k)) >= 0.25:
+            out.append(arm.name)
+    return out
 
 
 def _cell(arm: ArmSample, xy: tuple[float, float]) -> dict[str, Any]:
@@ -98,7 +118,8 @@ def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
         "memorization < grokking < comprehension")
     label = f"γ between {p.x_label} and the phase ({order})"
     frame = Frame(NAME, label, "Goodman-Kruskal γ within each " + p.y_label + ", pooled; "
-                  "BCa bootstrap CI over seed ids shared by every cell (no test)",
+                  "BCa bootstrap CI over seed ids shared by every cell, at the expanded "
+                  "level (no test)",
                   p.min_gamma, f"γ within [{fmt(p.min_gamma)}, 1], and each of "
                   f"{', '.join(p.shown)} the most common phase of >= {p.min_cells} cell(s)",
                   p.ci_level,
@@ -120,29 +141,53 @@ def run_phase_order(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionR
     rng = np.random.default_rng(p.bootstrap_seed)
     weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=p.n_boot)
     boot = gammas(codes, xs, ys, weights.astype(float))
-    undefined = int(np.isnan(boot).sum())
-    boot = np.sort(np.where(np.isnan(boot), -math.inf, boot))
+    undefined = np.isnan(boot)
     jack = gammas(codes, xs, ys, 1.0 - np.eye(len(ids)))  # leave one seed id out
-    ci, bca = _bca(boot, estimate, jack, p.ci_level)
-    details = {"phase_map": phase_map, "cells_most_common": shown, "seed_ids": ids,
-               "n_boot": p.n_boot, "bootstrap_seed": p.bootstrap_seed,
-               **bca, "resamples_without_an_ordered_pair": undefined,
-               "bootstrap": "seed ids resampled with replacement, the same draw in every cell "
-                            "(np.random.default_rng(bootstrap_seed).multinomial); a resample "
-                            "without an ordered pair counts as -inf"}
+    details: dict[str, Any] = {
+        "phase_map": phase_map, "cells_most_common": shown, "seed_ids": ids,
+        "n_boot": p.n_boot, "bootstrap_seed": p.bootstrap_seed,
+        "resamples_without_an_ordered_pair": int(undefined.sum()),
+        "bootstrap": "seed ids resampled with replacement, the same draw in every cell "
+                     "(np.random.default_rng(bootstrap_seed).multinomial); a resample without "
+                     "an ordered pair counts as -1 for the CI's lower end and +1 for its upper"}
+    if len(ids) < 2:
+        return frame.inconclusive(f"γ's interval needs at least 2 seed ids; the cells share "
+                                  f"{len(ids)}", rows, details)
+    ci, bca = _bca(boot, undefined, estimate, jack, expanded_level(p.ci_level, len(ids)))
+    details.update(bca)
     if math.isnan(estimate):
         return frame.inconclusive("no two seeds in cells of the same " + p.y_label + " have "
                                   "different phases among comprehension, grokking and "
                                   "memorization", rows, details)
     missing = [ph for ph in p.shown if shown[ph] < p.min_cells]
+    alpha = (1.0 - p.ci_level) / 2 / len(cells)  # one-sided, Bonferroni over the cells
+    possible = {ph: _cells_it_may_lead(data, PHASES.index(ph), alpha) for ph in missing}
+    details.update(min_seed_ids=MIN_IDS, lead_bound_alpha=alpha,
+                   cells_each_missing_phase_may_lead={ph: len(c) for ph, c in possible.items()})
     verdict, reason = verdict_rules.decide_interval(ci, p.min_gamma, 1.0, estimate, label,
                                                     p.ci_level)
-    if missing:
+    if len(ids) < MIN_IDS:
+        details[INTERVAL_FAILS] = (f"γ's bootstrap over the {len(ids)} seed ids the cells "
+                                   f"share: fewer than {MIN_IDS} give too few distinct "
+                                   "resamples to keep its level")
+    refuted = [ph for ph in missing if len(possible[ph]) < p.min_cells]
+    if refuted:
         verdict = verdict_rules.Verdict.REFUTED
         reason = ("The diagram does not show every phase claimed: "
-                  + "; ".join(f"{ph} is the most common phase of {shown[ph]} cell(s), fewer "
-                              f"than the {p.min_cells} claimed" for ph in missing)
+                  + "; ".join(f"{ph} is the most common phase of {shown[ph]} cell(s), and its "
+                              f"share's exact upper bound reaches 1/4 (what a most common phase "
+                              f"needs) in {len(possible[ph])}, fewer than the {p.min_cells} "
+                              "claimed" for ph in refuted)
                   + f". (For the record: {reason})")
+    elif missing and verdict is not verdict_rules.Verdict.REFUTED:
+        need = math.ceil(math.log(alpha) / math.log(0.75))
+        verdict = verdict_rules.Verdict.INCONCLUSIVE
+        reason = ("; ".join(f"{ph} is the most common phase of {shown[ph]} cell(s), fewer than "
+                            f"the {p.min_cells} claimed, but the seeds cannot exclude that it "
+                            f"leads {len(possible[ph])} (each such cell's exact upper bound on "
+                            "its share reaches 1/4)" for ph in missing)
+                  + f": a cell needs at least {need} seeds, none of them that phase, to "
+                  f"exclude it. (For the record: {reason})")
     counts = ", ".join(f"{ph} {shown[ph]}" for ph in PHASES)
     reason = reason.rstrip(".") + f"; cells by most common phase: {counts}, ties " \
         f"{sum(c['most_common'] is None for c in cells)}."
