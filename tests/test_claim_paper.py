@@ -80,11 +80,21 @@ def test_the_shipped_paper_files_name_every_claim_of_their_paper() -> None:
         paper = load_paper(path, sources)
         named = {c for q in paper.all_questions() for c in q.claims}
         assert {c for c, arxiv in sources.items() if arxiv == paper.arxiv} <= named
+    drafts = ROOT / "claims" / "drafts"
+    draft_sources = {**sources, **claim_sources(claim_files([drafts]))}
+    for path in paper_files(drafts):  # a draft paper file names every draft claim of its paper
+        paper = load_paper(path, draft_sources)
+        named = {c for q in paper.all_questions() for c in q.claims}
+        assert {c for c, arxiv in draft_sources.items() if arxiv == paper.arxiv} <= named
 
 
-def test_a_claims_folder_expands_to_its_claims_not_its_paper_files() -> None:
+def test_a_claims_folder_expands_to_its_claims_not_its_paper_files_nor_drafts() -> None:
     files = claim_files([ROOT / "claims"])
-    assert len(files) == 49 and not any("papers" in p.parts for p in files)
+    assert len(files) == 49 and not any({"papers", "drafts"} & set(p.parts) for p in files)
+    drafts = claim_files([ROOT / "claims" / "drafts"])  # read when given itself
+    assert [p.stem for p in drafts][:3] == ["nanda_fourier_sparse_embedding",
+                                            "nanda_restricted_loss_leads",
+                                            "nanda_wd_speeds_grokking"]
 
 
 def test_validate_checks_a_folders_paper_files(capsys: pytest.CaptureFixture[str],

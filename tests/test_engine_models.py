@@ -65,7 +65,7 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5) 
 
 def _numpy_forward(model: Transformer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The transformer written out in numpy, one example and one head at a time, each of its
-    settings (norm, tokens, activation, positions, tie) as the spec's words say."""
+    settings (norm, tokens, activation, positions, tie, mlp_bias) as the spec's words say."""
     from scipy.special import erf
 
     spec: TransformerSpec = model.spec  # type: ignore[assignment]
@@ -98,7 +98,8 @@ def _numpy_forward(model: Transformer, a: np.ndarray, b: np.ndarray) -> np.ndarr
                 return mixed @ w["o.weight"].T
 
             def mlp(y: np.ndarray, w: dict[str, np.ndarray] = w) -> np.ndarray:
-                return act(y @ w["fc1.weight"].T) @ w["fc2.weight"].T
+                b1, b2 = (w["fc1.bias"], w["fc2.bias"]) if spec.mlp_bias else (0.0, 0.0)
+                return act(y @ w["fc1.weight"].T + b1) @ w["fc2.weight"].T + b2
 
             if spec.norm == "post":
                 x = norm(x + attend(x), "norm1")
@@ -153,7 +154,9 @@ def test_forward_equals_an_independent_numpy_implementation() -> None:
 
 VARIANTS = [{"norm": "pre"}, {"norm": "none"}, {"tokens": "a_b_eq"}, {"tokens": "a_op_b_eq"},
             {"activation": "gelu"}, {"positions": "learned"}, {"tie": True},
-            {"norm": "none", "tokens": "a_b_eq", "positions": "learned"}]  # Nanda et al.'s
+            {"mlp_bias": True}, {"init": "normal"},
+            {"norm": "none", "tokens": "a_b_eq", "positions": "learned", "mlp_bias": True,
+             "init": "normal"}]  # Nanda et al.'s
 
 
 @pytest.mark.parametrize("setting", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in
@@ -164,6 +167,11 @@ def test_each_setting_equals_numpy_and_its_vmapped_form_each_plain_module(
     settings from the spec's words, and its seed-batched form against each seed's plain one."""
     spec = _spec(**setting)
     model = Transformer.for_seed(spec, SHAPE, 3).double()
+    with torch.no_grad():  # biases start at 0: move them, so that a dropped bias shows
+        for name, param in model.named_parameters():
+            if name.endswith(".bias") and ".fc" in name:
+                param.copy_(torch.randn(param.shape, generator=torch.Generator().manual_seed(7),
+                                        dtype=param.dtype))
     a, b = np.array([0, 4, 2, 3]), np.array([1, 4, 0, 2])
     got = model(torch.as_tensor(a), torch.as_tensor(b)).detach().numpy()
     np.testing.assert_allclose(got, _numpy_forward(model, a, b), rtol=1e-10, atol=1e-12)
@@ -206,6 +214,23 @@ def test_a_variant_seed_trains_the_same_alone_and_batched() -> None:
         "norm": "none", "tokens": "a_b_eq", "positions": "learned", "activation": "gelu"})})
     batched, alone = records_by_seed(exp, [0, 1, 2], 2), records_by_seed(exp, [1])
     assert alone[1] == batched[1]
+
+
+def test_normal_init_draws_nanda_et_al_s_scales_and_zero_mlp_biases() -> None:
+    """init normal: block matrices N(0, 1/d), the unembedding N(0, 1/classes); mlp_bias adds
+    zero biases to fc1 and fc2 only (std within 10% over ~30k draws)."""
+    spec = _spec(d=64, heads=4, mlp=256, layers=2, init="normal", mlp_bias=True)
+    model = Transformer.for_seed(spec, DataShape(p=97, vocab=98, n_classes=97), 0)
+    for n in range(2):
+        blk = model.blocks[n]
+        for lin in (blk.q, blk.k, blk.v, blk.o, blk.fc1, blk.fc2):
+            assert lin.weight.std().item() == pytest.approx(1 / 8, rel=0.1)
+        assert torch.equal(blk.fc1.bias, torch.zeros(256)) and blk.q.bias is None
+    assert model.unembed.weight.std().item() == pytest.approx(97 ** -0.5, rel=0.1)
+    uniform = Transformer.for_seed(_spec(d=64, heads=4, mlp=256), SHAPE, 0)
+    assert uniform.blocks[0].q.weight.std().item() == pytest.approx(1 / 8 / math.sqrt(3),
+                                                                   rel=0.1)
+    assert uniform.blocks[0].fc1.bias is None
 
 
 def test_initialisation_comes_from_the_seed_alone() -> None:

@@ -56,7 +56,8 @@ BASES = [  # each probe runs on the first of these experiments it can measure
     {"task": {"op": "add", "p": 7, "train_frac": 0.6, "test_frac": 0.3},
      "model": {"kind": "embed_mlp", "d": 4, "hidden": 8}},
 ]
-PARAMS = {"fourier_share": {"k": 2}, "hessian_max": {"iterations": 2}, "effective": {"eta": 0.01}}
+PARAMS = {"fourier_share": {"k": 2}, "fourier_logits": {"k": 2}, "hessian_max": {"iterations": 2},
+          "effective": {"eta": 0.01}}
 
 
 @pytest.mark.parametrize("name", sorted(PROBES))

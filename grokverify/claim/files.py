@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PAPERS_DIR = "papers"  # below a claims folder: paper files (grokverify.claim.paper), not claims
+DRAFTS_DIR = "drafts"  # below a claims folder: claims not yet run (claims/drafts/README.md)
 
 
 class NoClaims(ValueError):
@@ -18,15 +19,16 @@ class NoClaims(ValueError):
 
 def claim_files(paths: list[Path]) -> list[Path]:
     """Each file as given; each folder's `*.yaml` files, recursively, sorted, but for its paper
-    files (a `papers/` folder: grokverify.claim.paper). A missing path is
-    passed on as a file, so the claim loader names it the way it names any unreadable file."""
+    files (a `papers/` folder: grokverify.claim.paper) and drafts (a `drafts/` folder below it,
+    read only when given itself). A missing path is passed on as a file, so the claim loader
+    names it the way it names any unreadable file."""
     files: list[Path] = []
     for path in paths:
         if not path.is_dir():
             files.append(path)
             continue
-        found = sorted(p for p in path.rglob("*.yaml")
-                       if p.is_file() and PAPERS_DIR not in p.relative_to(path).parts[:-1])
+        found = sorted(p for p in path.rglob("*.yaml") if p.is_file() and not {
+            PAPERS_DIR, DRAFTS_DIR} & set(p.relative_to(path).parts[:-1]))
         if not found:
             raise NoClaims(f"{path}: a directory with no claim files (*.yaml) in it or below it")
         files += found

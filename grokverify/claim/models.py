@@ -199,8 +199,9 @@ class TransformerSpec(ModelSpec):
     commented out). Training steps only: evaluation and probes run without it. A seed's masks
     are its own, so it trains the same alone or in any batch (docs/determinism.md).
 
-    The defaults are paper 2's model; `norm`, `tokens`, `activation`, `positions` and `tie`
-    give the other papers' (Power et al.'s openai/grok, Nanda et al.'s) as settings."""
+    The defaults are paper 2's model; `norm`, `tokens`, `activation`, `positions`, `tie`,
+    `mlp_bias` and `init` give the other papers' (Power et al.'s openai/grok, Nanda et al.'s)
+    as settings."""
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
     kind: Literal["transformer"]
@@ -235,10 +236,18 @@ class TransformerSpec(ModelSpec):
                                   "learned (T, d) table drawn N(0, 1/d) (Nanda et al.'s W_pos)")
     tie: bool = Field(False, description="unembed with the token embedding's first classes "
                                          "rows (logits = x Eᵀ) instead of its own matrix")
+    mlp_bias: bool = Field(False, description="biases on the MLP's two layers, initialised at 0 "
+                                              "(Nanda et al.'s b_in, b_out); no other layer has "
+                                              "one")
+    init: Literal["uniform", "normal"] = Field(
+        "uniform", description="the block and unembedding matrices: uniform U(±1/√fan_in) "
+                               "(nn.Linear's) or normal, Nanda et al.'s N(0, 1/d) for every "
+                               "block matrix and N(0, 1/classes) for the unembedding (set "
+                               "emb_init_std: 1/√d for their embedding)")
 
     # the settings added after paper 2's records were stored: keyed only when set
     key_defaults: ClassVar[frozenset[str]] = frozenset(
-        {"norm", "tokens", "activation", "positions", "tie"})
+        {"norm", "tokens", "activation", "positions", "tie", "mlp_bias", "init"})
 
     def sequence(self) -> int:
         """Positions of the input sequence."""

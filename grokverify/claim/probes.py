@@ -162,6 +162,40 @@ class FourierShareSpec(ProbeSpec):
         return None
 
 
+@PROBES.register("grokverify.engine.probes:fourier_logits")
+class FourierLogitsSpec(ProbeSpec):
+    """Nanda et al.'s progress measures (arXiv 2301.05217, §5.1) from the logits L over all p²
+    pairs (a, b) of modular addition, as their released training code computes them at each
+    metric step: the key frequencies K are the k whose cos and sin(w(a + b)) directions (w =
+    2πf/p; each logit column projected on them) carry the most of L's power there (the code
+    ranks them by the MLP neurons' frequencies; logits need no model internals);
+    `restricted_loss` is the cross-entropy over all pairs of L projected onto K (plus L's mean
+    over pairs), `excluded_loss` the training pairs' cross-entropy of L with K removed,
+    `key_share` K's share of L's power about that mean."""
+
+    name: Literal["fourier_logits"]
+    k: Int = Field(ge=1, le=MAX_P // 2,
+                   description="key frequencies, chosen at each probe point as the k strongest")
+
+    def curves(self) -> list[str]:
+        return ["fourier_logits.restricted_loss", "fourier_logits.excluded_loss",
+                "fourier_logits.key_share"]
+
+    def roles_needed(self) -> tuple[str, ...]:
+        return ()  # the logits only
+
+    def cannot_measure(self, task: ProbeTask) -> str | None:
+        if task.op != "add" or not task.modular or task.unordered or task.p % 2 == 0:
+            return (f"fourier_logits: needs modular addition over every ordered pair at an odd "
+                    f"p (op add, modular true, unordered false), got op {task.op!r}, modular "
+                    f"{str(task.modular).lower()}, unordered {str(task.unordered).lower()}, "
+                    f"p = {task.p}")
+        if self.k > (task.p - 1) // 2:
+            return (f"fourier_logits: k = {self.k} exceeds the {(task.p - 1) // 2} frequencies "
+                    f"of p = {task.p}, so nothing would be excluded")
+        return None
+
+
 @PROBES.register("grokverify.engine.probes:update_norm")
 class UpdateNormSpec(ProbeSpec):
     """Frobenius norms of the actual change of E and of W over one training step, ‖ΔE‖ and ‖ΔW‖,

@@ -249,16 +249,17 @@ class Block(nn.Module):
     batches it."""
 
     def __init__(self, d: int, heads: int, mlp: int, norm: str = "post",
-                 activation: str = "relu"):
+                 activation: str = "relu", mlp_bias: bool = False, init: str = "uniform"):
         super().__init__()
         self.heads, self.norm, self.act = heads, norm, _ACTIVATIONS[activation]
+        self.init = init
         self.q = nn.Linear(d, d, bias=False)
         self.k = nn.Linear(d, d, bias=False)
         self.v = nn.Linear(d, d, bias=False)
         self.o = nn.Linear(d, d, bias=False)
         self.norm1 = nn.LayerNorm(d) if norm != "none" else None
-        self.fc1 = nn.Linear(d, mlp, bias=False)
-        self.fc2 = nn.Linear(mlp, d, bias=False)
+        self.fc1 = nn.Linear(d, mlp, bias=mlp_bias)
+        self.fc2 = nn.Linear(mlp, d, bias=mlp_bias)
         self.norm2 = nn.LayerNorm(d) if norm != "none" else None
 
     def attention(self, x: Tensor) -> Tensor:
@@ -293,10 +294,16 @@ class Block(nn.Module):
 
     @torch.no_grad()
     def init_(self, gen: torch.Generator) -> None:
-        """Linear weights U(±1/√fan_in) in the order q, k, v, o, fc1, fc2; LayerNorms at
-        weight 1, bias 0."""
+        """Linear weights in the order q, k, v, o, fc1, fc2: U(±1/√fan_in), or (init normal)
+        N(0, 1/d) each; MLP biases 0; LayerNorms at weight 1, bias 0."""
+        d = self.q.weight.shape[1]
         for layer in (self.q, self.k, self.v, self.o, self.fc1, self.fc2):
-            init_weight_(layer.weight, gen)
+            if self.init == "normal":
+                layer.weight.copy_(torch.randn(layer.weight.shape, generator=gen) / math.sqrt(d))
+            else:
+                init_weight_(layer.weight, gen)
+            if layer.bias is not None:
+                layer.bias.zero_()
         for norm in (self.norm1, self.norm2):
             if norm is not None:
                 norm.weight.fill_(1.0)
@@ -322,7 +329,8 @@ class Transformer(Model[TransformerSpec]):
         t = spec.sequence()
         self.embed = nn.Embedding(spec.vocab(shape.p), spec.d)
         self.blocks = nn.ModuleList(Block(spec.d, spec.heads, spec.mlp, spec.norm,
-                                          spec.activation) for _ in range(spec.layers))
+                                          spec.activation, spec.mlp_bias, spec.init)
+                                    for _ in range(spec.layers))
         self.final_norm = nn.LayerNorm(spec.d) if spec.norm == "pre" else None
         if spec.tie and shape.n_classes > spec.vocab(shape.p):
             raise ValueError(f"tie: {shape.n_classes} classes but {spec.vocab(shape.p)} token "
@@ -374,7 +382,10 @@ class Transformer(Model[TransformerSpec]):
         if self.final_norm is not None:
             self.final_norm.weight.fill_(1.0)
             self.final_norm.bias.zero_()
-        if self.unembed is not None:
+        if self.unembed is not None and self.spec.init == "normal":
+            self.unembed.weight.copy_(torch.randn(self.unembed.weight.shape, generator=gen)
+                                      / math.sqrt(self.shape.n_classes))
+        elif self.unembed is not None:
             init_weight_(self.unembed.weight, gen)
         if self.spec.positions == "learned":
             self.positions.copy_(torch.randn(self.positions.shape, generator=gen)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 from grokverify.claim.probes import (
     EffectiveSpec,
+    FourierLogitsSpec,
     FourierShareSpec,
     GradNormRatioSpec,
     HessianMaxSpec,
@@ -185,6 +186,45 @@ def fourier_share_of(e: Tensor, p: int, k: int, exclude_dc: bool) -> Tensor:
     return torch.where(shared, top / total, float("nan"))
 
 
+@lru_cache(maxsize=8)
+def _sum_directions(p: int) -> Tensor:
+    """(2F, p²) unit vectors cos(w(a + b)), sin(w(a + b)) over the pairs (row a·p + b), F =
+    (p - 1) // 2 frequencies, interleaved cos f, sin f (float64)."""
+    s = (torch.arange(p).view(-1, 1) + torch.arange(p).view(1, -1)).flatten().double()
+    w = 2 * math.pi * torch.arange(1, (p - 1) // 2 + 1, dtype=torch.float64).view(-1, 1) / p
+    dirs = torch.stack([torch.cos(w * s), torch.sin(w * s)], dim=1).flatten(0, 1)
+    return dirs / torch.linalg.vector_norm(dirs, dim=1, keepdim=True)
+
+
+def fourier_logits_of(logits: Tensor, train_rows: Tensor, p: int, k: int) -> dict[str, Tensor]:
+    """`FourierLogitsSpec`'s curves from (S, p², p) logits over the pairs (row a·p + b) and
+    (S, n) training rows: each seed's own k key frequencies."""
+    logits = logits.double()
+    dirs = _sum_directions(p).to(logits.device)  # (2F, p²)
+    coef = torch.einsum("fn,snc->sfc", dirs, logits)  # (S, 2F, p)
+    power = coef.square().sum(dim=2).view(logits.shape[0], -1, 2).sum(dim=2)  # (S, F)
+    key = torch.zeros_like(power, dtype=torch.bool)
+    key.scatter_(1, power.topk(k, dim=1).indices, True)
+    keep = key.repeat_interleave(2, dim=1).unsqueeze(2)  # (S, 2F, 1)
+    restricted = torch.einsum("fn,sfc->snc", dirs, coef * keep)
+    mean = logits.mean(dim=1, keepdim=True)
+    labels = (torch.arange(p * p, device=logits.device) // p
+              + torch.arange(p * p, device=logits.device) % p) % p
+
+    def loss(z: Tensor, rows: Tensor) -> Tensor:
+        logp = torch.log_softmax(z, dim=2)
+        picked = logp.gather(2, labels[rows].unsqueeze(2)).squeeze(2)  # (S, rows)
+        return -picked.mean(dim=1)
+
+    every = torch.arange(p * p, device=logits.device).expand(logits.shape[0], -1)
+    total = (logits - mean).square().sum(dim=(1, 2))
+    return {"fourier_logits.restricted_loss": loss(restricted + mean, every),
+           "fourier_logits.excluded_loss": loss(torch.gather(
+               logits - restricted, 1, train_rows.unsqueeze(2).expand(-1, -1, p)), train_rows),
+           "fourier_logits.key_share": torch.where(total > 0, (power * key).sum(1) / total,
+                                                   float("nan"))}
+
+
 def _grad_norm(model: BatchedModel, role: str) -> Tensor:
     grad = model.grad(model.role(role))
     if grad is None:  # a frozen parameter has no gradient: not measured
@@ -231,6 +271,20 @@ def fourier_share(model: BatchedModel, spec: ProbeSpec,
     # the number tokens are rows 0..p-1 of E (models index them by value; extra tokens follow)
     return {"fourier_share.E": fourier_share_of(model.role_param("E"), model.shape.p, spec.k,
                                                 spec.exclude_dc)}
+
+
+def fourier_logits(model: BatchedModel, spec: ProbeSpec,
+                   ctx: ProbeContext = _NO_CONTEXT) -> dict[str, Tensor]:
+    assert isinstance(spec, FourierLogitsSpec)
+    if ctx.train is None:
+        raise ValueError("fourier_logits needs the training rows (ProbeContext.train)")
+    p, s = model.shape.p, ctx.train[0].shape[0]
+    grid = torch.arange(p * p, device=ctx.train[0].device)
+    a, b = (grid // p).expand(s, -1), (grid % p).expand(s, -1)
+    with torch.no_grad():
+        logits = model(a, b)[..., :p]
+    rows = ctx.train[0] * p + ctx.train[1]
+    return fourier_logits_of(logits, rows, p, spec.k)
 
 
 def update_norm(model: BatchedModel, spec: ProbeSpec,
