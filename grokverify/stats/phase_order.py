@@ -8,9 +8,9 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.stats as sps
 from pydantic import BaseModel
 from scipy.special import ndtr, ndtri
+from statsmodels.stats.proportion import proportion_confint
 
 from grokverify.claim.criteria import PhaseOrderParams, expect_params
 from grokverify.claim.metrics import PHASES
@@ -95,7 +95,7 @@ def _cells_it_may_lead(data: list[ArmSample], code: int, alpha: float) -> list[s
     out = []
     for arm in data:
         k, n = int((arm.values == code).sum()), arm.n
-        if n == 0 or k == n or float(sps.beta.ppf(1 - alpha, k + 1, n - k)) >= 0.25:
+        if n == 0 or proportion_confint(k, n, alpha=2 * alpha, method="beta")[1] >= 0.25:
             out.append(arm.name)
     return out
 
