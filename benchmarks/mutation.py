@@ -19,7 +19,8 @@ core modules give thousands of mutants, hours on 2 cores; run it before a releas
 
 Usage: ``python benchmarks/mutation.py [--max-children N] [--report-only] [--rerun-alive]``
 (``--report-only`` re-reads the last run in ``mutants/``). The last line is
-``mutation_score=...``.
+``mutation_score=...``. A run stopped part-way (SIGINT to mutmut) still writes its report: the
+mutants it did not reach are listed as not yet run, and ``--rerun-alive`` resumes from there.
 
 ``--rerun-alive`` re-runs only the mutants the committed report lists as surviving or unchecked,
 and those it or the equivalence file list as equivalent (one a test kills is reported as a stale
@@ -48,6 +49,7 @@ EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.txt"
 REPORT = ROOT / "docs" / "mutation-report.md"
 KILLED = {"killed", "timeout", "caught by type check"}
 NOT_RUN = {"skipped"}
+UNFINISHED = {"not checked", "check was interrupted by user"}  # a stopped run's rest
 _LINE = re.compile(r"^\s+(\S+): (.+)$")
 
 
@@ -110,7 +112,7 @@ def previous_run() -> tuple[str, list[str]]:
     if commit is None:
         raise SystemExit(f"{REPORT.name} names no commit: run without --rerun-alive")
     unvouched = []
-    for heading in ("## Surviving mutants", "## Listed as equivalent but killed",
+    for heading in ("## Surviving mutants", "## Not yet run", "## Listed as equivalent but killed",
                     "## Equivalent mutants"):
         if heading in text:
             section = text.split(heading, 1)[1].split("\n## ", 1)[0]
@@ -189,11 +191,19 @@ def write_report(status: dict[str, str], equiv: dict[str, str], seconds: float |
         lines.append(f"| {module} | {sum(c.values())} | {k} | {c['survived']} | "
                      f"{c['no tests']} | {c['equivalent']} | {other} |")
     alive = sorted(n for n, st in status.items()
-                   if n not in equiv and st not in KILLED | NOT_RUN | {CARRIED})
+                   if n not in equiv and st not in KILLED | NOT_RUN | UNFINISHED | {CARRIED})
+    unfinished = sorted(n for n, st in status.items() if n not in equiv and st in UNFINISHED)
+    if unfinished:
+        lines.insert(lines.index("") + 1,
+                     f"**Partial run: {len(unfinished)} of {total} mutants not yet run** (listed "
+                     "below; `--rerun-alive` runs them and the survivors, carrying these kills).\n")
     lines += ["", f"## Surviving mutants ({len(alive)})", "",
               "Each needs a test, or an entry in benchmarks/mutation_equivalent.txt. "
               "`mutmut show <name>` prints the change.", ""]
     lines += [f"- `{n}`: {status[n]}" for n in alive] or ["(none)"]
+    if unfinished:
+        lines += ["", f"## Not yet run ({len(unfinished)})", ""]
+        lines += [f"- `{n}`: {status[n]}" for n in unfinished]
     if stale:
         lines += ["", f"## Listed as equivalent but killed ({len(stale)})", "",
                   "Stale entries of benchmarks/mutation_equivalent.txt: remove or renumber.", ""]

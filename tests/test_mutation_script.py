@@ -88,3 +88,17 @@ def test_an_equivalent_entry_that_a_test_kills_is_listed_as_stale(report: Path) 
     stale = text.split("## Listed as equivalent but killed (1)", 1)[1].split("## Equivalent", 1)[0]
     assert f"`{names[2]}`: killed" in stale
     assert f"`{names[1]}`: same" in text.split("## Equivalent mutants (1)", 1)[1]
+
+
+def test_a_stopped_run_lists_what_it_did_not_reach_and_resumes_from_it(report: Path) -> None:
+    names = [f"grokverify.stats.verdict.x_f__mutmut_{i}" for i in range(1, 5)]
+    status = {names[0]: "killed", names[1]: "survived", names[2]: "not checked",
+              names[3]: "check was interrupted by user"}
+    mutation.write_report(status, {}, None)
+    text = report.read_text()
+    assert "Partial run: 2 of 4 mutants not yet run" in text
+    pending = text.split("## Not yet run (2)", 1)[1].split("## Equivalent", 1)[0]
+    assert names[2] in pending and names[3] in pending and names[1] not in pending
+    assert names[2] not in text.split("## Surviving mutants (1)", 1)[1].split("## Not yet", 1)[0]
+    # the next --rerun-alive runs the survivor and the unreached ones
+    assert sorted(mutation.previous_run()[1]) == names[1:]
