@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,15 +79,24 @@ def tiny_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ---------------------------------------------------------------- statistics tests
 
 
+def has_phrase(text: str, phrase: str) -> bool:
+    """`phrase` in `text` as whole words: no letter or digit runs on at a word-edged end, so
+    "not part of the store" is not found in "XXnot part of the storeXX"."""
+    head = r"(?<!\w)" if re.match(r"\w", phrase) else ""
+    tail = r"(?!\w)" if re.search(r"\w$", phrase) else ""
+    return re.search(head + re.escape(phrase) + tail, text) is not None
+
+
 class Has:
-    """A text holding every one of `phrases`: where a test pins a sentence's key phrases and
-    numbers, alone (``reason == Has(...)``) or inside a dict or list it compares whole."""
+    """A text holding every one of `phrases` (as whole words): where a test pins a sentence's
+    key phrases and numbers, alone (``reason == Has(...)``) or inside a dict or list it
+    compares whole."""
 
     def __init__(self, *phrases: str) -> None:
         self.phrases = phrases
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, str) and all(p in other for p in self.phrases)
+        return isinstance(other, str) and all(has_phrase(other, p) for p in self.phrases)
 
     __hash__ = None  # type: ignore[assignment]
 

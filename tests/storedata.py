@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import has_phrase
 from suitedata import TINY, tiny_run
 
 from grokverify.claim.experiment import ExperimentSpec
@@ -71,7 +72,7 @@ def assert_findings(report: VerifyReport, expected: list[tuple[str, Path | str, 
     """`verify`'s findings are (kind, path) as expected, in order, each why holding its phrase."""
     assert [(f.kind, f.path) for f in report.findings] == [(k, str(p)) for k, p, _ in expected]
     for finding, (_, _, phrase) in zip(report.findings, expected, strict=True):
-        assert phrase in finding.why, finding
+        assert has_phrase(finding.why, phrase), finding
 
 
 # ---------------------------------------------------------------- the tiny claim's stored run

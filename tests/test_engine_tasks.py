@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import Has
 from pydantic import ValidationError
 
 from grokverify.claim.tasks import TaskSpec
@@ -150,9 +151,16 @@ def test_the_task_keeps_all_36_ordered_pairs_and_labels_them_by_the_product() ->
 
 
 @pytest.mark.parametrize("bad", [{"p": 5}, {"unordered": True}])
-def test_s3_needs_six_elements_in_order(bad: dict[str, object]) -> None:
-    with pytest.raises(ValidationError, match="op 's3'"):
-        TaskSpec.model_validate({"op": "s3", "p": 6, "train_frac": 0.5, **bad})
+@pytest.mark.parametrize(("op", "p", "what"), [
+    ("s3", 6, "(paper 2's App. H: composing the 6 permutations of three things) needs p: 6"),
+    ("s5", 120, "(Power et al.'s S5: the 120 permutations of five things) needs p: 120"),
+    ("s5_conj", 120, "(Power et al.'s S5: the 120 permutations of five things) needs p: 120")])
+def test_a_group_task_needs_its_group_order_and_ordered_pairs(
+        bad: dict[str, object], op: str, p: int, what: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        TaskSpec.model_validate({"op": op, "p": p, "train_frac": 0.5, **bad})
+    assert Has(f"op '{op}' {what} and unordered: false (it is not commutative)") == str(
+        caught.value)
 
 
 def test_s5_is_the_symmetric_group_on_five_and_conj_is_conjugation() -> None:

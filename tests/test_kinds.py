@@ -3,20 +3,27 @@ an implementation that imports; a name is taken once; probes return the curves t
 
 from __future__ import annotations
 
+from importlib import metadata
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.loop import train_seeds
 from grokverify.kinds import (
+    _LOADING,
     CRITERIA,
     INTERVENTIONS,
     METRICS,
     MODELS,
+    PLUGIN_GROUP,
     PROBES,
     SPLITS,
     TASKS,
     Kind,
+    Plugin,
+    _load_plugin,
 )
 
 ALL = {"task operation": TASKS, "split strategy": SPLITS, "model kind": MODELS, "probe": PROBES,
@@ -76,3 +83,86 @@ def test_every_probe_records_exactly_the_curves_its_spec_declares(name: str) -> 
         assert sorted(record["curves"]) == sorted(exp.curves())
         return
     pytest.fail(f"no base experiment takes probe {name}")
+
+
+# The plugin loader in this process (tests/test_plugins.py looks from fresh processes): a
+# plugin module registers into a test's own registry, found by its `what`.
+THINGS: Kind[type] = Kind("plugin test thing", "name", "grokverify.kinds")
+_HEAD = """
+from grokverify.kinds import _REGISTRIES
+THINGS = next(k for k in _REGISTRIES if k.what == "plugin test thing")
+"""
+
+
+def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: str,
+           with_dist: bool = True) -> metadata.EntryPoint:
+    """An entry point `gv-t = <module>:plugin` for a module written from `body`, from a
+    distribution gv-tdist 0.2.0 (or none)."""
+    (tmp_path / f"{module}.py").write_text(_HEAD + body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if not with_dist:
+        return metadata.EntryPoint("gv-t", f"{module}:plugin", PLUGIN_GROUP)
+    info = tmp_path / f"{module}-0.2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gv-tdist\nVersion: 0.2.0\n")
+    (info / "entry_points.txt").write_text(f"[{PLUGIN_GROUP}]\ngv-t = {module}:plugin\n")
+    (entry,) = metadata.Distribution.at(info).entry_points
+    return entry
+
+
+def test_a_plugin_loaded_here_owns_the_kinds_its_package_registers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = _entry(tmp_path, monkeypatch, "gvt_good", """
+GROKVERIFY_PLUGIN_API = 1
+RESULTS_VERSION = "7"
+class Fancy:
+    name = "fancy"
+class Borrowed:
+    name = "borrowed"
+Borrowed.__module__ = "elsewhere.things"
+THINGS.register("gvt_good:Fancy")(Fancy)
+THINGS.register("elsewhere.things:Borrowed")(Borrowed)
+""")
+    try:
+        plugin = _load_plugin(entry)
+        assert plugin == Plugin("gv-t", "gvt_good", "gv-tdist", "0.2.0", "7",
+                                ("plugin test thing fancy",), None)
+        assert THINGS.plugin_of("fancy") == "gv-t" and THINGS.plugin_of("borrowed") is None
+        assert THINGS._paths["fancy"] == "gvt_good:Fancy" and _LOADING == []
+    finally:
+        THINGS._drop("gv-t")
+        THINGS._specs.pop("borrowed", None)
+    assert "fancy" not in THINGS._specs and THINGS.plugin_of("fancy") is None
+
+
+@pytest.mark.parametrize(("module", "body", "with_dist", "error"), [
+    ("gvt_broken", "THINGS.register('gvt_broken:X')(type('X', (), {'name': 'x1'}))\n"
+     "raise RuntimeError('boom')", True, "cannot import gvt_broken: RuntimeError: boom"),
+    ("gvt_api", "GROKVERIFY_PLUGIN_API = 2\nRESULTS_VERSION = '1'\n"
+     "THINGS.register('gvt_api:X')(type('X', (), {'name': 'x2'}))", True,
+     "written for plugin API 2, this grokverify loads API 1: install a release of gv-tdist made "
+     "for it"),
+    ("gvt_nodist", "GROKVERIFY_PLUGIN_API = 3\nRESULTS_VERSION = '1'", False,
+     "written for plugin API 3, this grokverify loads API 1: install a release of gv-t made "
+     "for it"),
+    ("gvt_noapi", "RESULTS_VERSION = '1'", True, "written for plugin API None"),
+    ("gvt_empty", "GROKVERIFY_PLUGIN_API = 1\nRESULTS_VERSION = ''\n"
+     "THINGS.register('gvt_empty:X')(type('X', (), {'name': 'x3'}))", True,
+     "gvt_empty declares no RESULTS_VERSION (a non-empty string)"),
+    ("gvt_intver", "GROKVERIFY_PLUGIN_API = 1\nRESULTS_VERSION = 3", True,
+     "gvt_intver declares no RESULTS_VERSION (a non-empty string)"),
+    ("gvt_nover", "GROKVERIFY_PLUGIN_API = 1", True,
+     "gvt_nover declares no RESULTS_VERSION (a non-empty string)"),
+])
+def test_a_plugin_that_cannot_be_used_keeps_its_error_and_registers_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: str,
+        with_dist: bool, error: str) -> None:
+    for stale in ("x1", "x2", "x3"):
+        THINGS._specs.pop(stale, None)
+    plugin = _load_plugin(_entry(tmp_path, monkeypatch, module, body, with_dist))
+    assert plugin.error is not None and plugin.error.startswith(error), plugin.error
+    assert (plugin.name, plugin.module, plugin.results_version, plugin.kinds) == (
+        "gv-t", module, None, ())
+    assert (plugin.distribution, plugin.version) == (
+        ("gv-tdist", "0.2.0") if with_dist else (None, None))
+    assert not {"x1", "x2", "x3"} & set(THINGS._specs) and _LOADING == []

@@ -36,6 +36,7 @@ from grokverify.stats.common import (
     lower_bound_rule,
     pair_arms,
     require_arms,
+    restriction,
     statistic_of,
     take_seeds,
     too_few_seeds,
@@ -610,6 +611,16 @@ def test_restricted_policy_clips_every_time_at_the_smallest_censoring_step() -> 
     assert res.details["censoring"] == Has("censored: restricted", "min(T, τ)", "exact")
     assert "on restricted times min(T, τ = 4200)" in res.test
     assert not res.details["withheld_by_lower_bound_rule"]
+
+
+def test_the_restriction_is_the_smallest_censoring_time_of_the_time_arms_only() -> None:
+    """τ over every time arm's censored seeds; no censored time, or no time arm: no τ."""
+    b = make_arm("b", [300, 5000], observed=[1, 0])
+    t = make_arm("t", [4200, 900], observed=[0, 1])
+    value = make_arm("v", [0.5, 1.0], kind="value")
+    assert restriction([b, t, value]) == 4200.0 and restriction([b]) == 5000.0
+    assert restriction([make_arm("u", [1.0, 2.0])]) is None
+    assert restriction([value]) is None and restriction([]) is None
 
 
 def test_restricted_policy_changes_nothing_without_censoring() -> None:

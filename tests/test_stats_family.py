@@ -368,3 +368,19 @@ def test_a_not_tested_member_makes_the_family_not_tested_unless_left_out() -> No
     assert combine(untested, "holm", "any", "leave_out").verdict == Verdict.NOT_TESTED
     with pytest.raises(ValueError, match="not_tested' or 'leave_out"):
         combine(results, "holm", "all", "drop")
+
+
+def test_an_open_questions_family_reports_each_member_and_judges_nothing() -> None:
+    found = {"p7": _result(None, None, Verdict.FINDING), "p11": _result(None, None,
+                                                                         Verdict.FINDING)}
+    fam = combine(found, "holm", "any")
+    assert (fam.verdict, fam.claims, fam.correction, fam.alpha_one_sided) == (
+        Verdict.FINDING, "any", "holm", pytest.approx(0.025))
+    assert [(m.member, m.verdict, m.p_support_adj) for m in fam.members] == [
+        ("p7", Verdict.FINDING, None), ("p11", Verdict.FINDING, None)]
+    assert fam.reason == Has("An open question: each member's estimate and CI are reported and "
+                             "nothing is judged") and fam.reason.endswith("judged.")
+    fam = combine({**found, "p13": _result(None, None, Verdict.INCONCLUSIVE),
+                   "p17": _result(None, None, Verdict.NOT_TESTED)}, "none")
+    assert fam.verdict == Verdict.FINDING and fam.reason.endswith(
+        "judged; no estimate for p13, p17 (see each reason).")

@@ -588,19 +588,19 @@ def test_curve_reached_is_one_when_the_level_is_reached_in_time() -> None:
 
 def test_final_difference_is_taken_at_the_last_step_both_curves_have() -> None:
     """Acc^ against the measured accuracy: the last step where both are recorded and finite."""
-    rec = {"curves": {"parallelogram.acc_test": {"steps": [0, 10, 20],
-                                                 "values": [0.2, 0.9, None]},
-                      "val_acc": {"steps": [0, 10, 20], "values": [0.1, 0.7, 0.8]}},
+    rec = {"curves": {"parallelogram.acc_test": {"steps": [0, 10, 20, 30],
+                                                 "values": [0.2, 0.9, 0.5, None]},
+                      "val_acc": {"steps": [0, 10, 20, 30], "values": [0.1, 0.7, 0.4, 0.8]}},
            "summary": {"budget": 20, "done": False, "diverged": False, "stopped_step": 20}}
     spec = FinalDifference.model_validate({"name": "final_difference",
                                            "curve": "parallelogram.acc_test",
                                            "minus": "val_acc"})
     got = observe(spec, rec)
-    assert got is not None and got[0] == pytest.approx(0.2) and got[1]
+    assert got is not None and got[0] == pytest.approx(0.1) and got[1]
     flipped = spec.model_copy(update={"curve": "val_acc", "minus": "parallelogram.acc_test"})
-    assert observe(flipped, rec)[0] == pytest.approx(-0.2)  # type: ignore[index]
-    assert observe(flipped.model_copy(update={"absolute": True}), rec)[0] == pytest.approx(0.2)  # type: ignore[index]
-    rec["curves"]["val_acc"]["values"] = [None, math.nan, 0.8]
+    assert observe(flipped, rec)[0] == pytest.approx(-0.1)  # type: ignore[index]
+    assert observe(flipped.model_copy(update={"absolute": True}), rec)[0] == pytest.approx(0.1)  # type: ignore[index]
+    rec["curves"]["val_acc"]["values"] = [None, math.nan, math.nan, 0.8]
     assert observe(spec, rec) is None  # no step with both
     assert spec.curves() == ["parallelogram.acc_test", "val_acc"] and spec.kind == "value"
     with pytest.raises(pydantic.ValidationError, match="different curves"):

@@ -61,7 +61,8 @@ KM_DETAILS = {
 BC_UNDEFINED = Has("no event time passes the test of S(t) = 1/2 at this level",
                    "statsmodels' CI is undefined", "the table's CI replaces it",
                    "p_support is 1 and p_refute the largest norm.sf(|r_i|) where REFUTED",
-                   "p_refute = 2^-n exactly")
+                   "(with no event at all, a region below the largest time has p_refute = "
+                   "2^-n exactly)")
 BEYOND = ("lies beyond the budget", "stays significantly above 1/2 up to the largest time, "
           "1000)")
 BEYOND_ESTIMATE = "(point estimate: beyond the budget, the KM survival never falls to 1/2 by 1000"
