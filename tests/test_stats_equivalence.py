@@ -341,8 +341,10 @@ def test_zero_spread_sample_decides_nothing(values: list[float], verdict: Verdic
     assert res.details["p_computed"] == [p_support, p_refute]
     assert (res.details["p_support"], res.details["p_refute"]) == (p_support, p_refute)
     assert res.details["interval_fails"] == Has("all 3 values of each arm are equal",
-                                                "no spread to estimate")
+                                                "no spread to estimate, and a single value is "
+                                                "no CI")
     assert (res.p_support, res.p_refute) == (None, None)
+    assert res.p_value == p_support  # the exact TOST p, not statsmodels' 0/0
 
 
 def test_zero_spread_paired_differences_at_the_margins() -> None:
@@ -504,6 +506,22 @@ def test_restricted_policy_withholds_support_when_many_seeds_are_at_tau() -> Non
         res = run(rel, base, make_arm("t", t, observed=[0] * censored + [1] * (12 - censored)))
         assert res.verdict == verdict, res.reason
         assert ("arm 't' has more than 10% of seeds at τ" in res.reason) == (censored == 3)
+        if censored == 3:
+            assert res.reason == Has(
+                "), which would support the claim, but arm 't' has more than 10% of seeds at τ, "
+                "where SUPPORTED is not calibrated to its level (docs/verdicts.md, \"Censoring "
+                "and divergence\"), so no verdict is drawn.") and res.reason.endswith("drawn.")
+    ten = times[:10] * np.exp(rng.normal(0.02, 0.03, 10))
+    ten[0] = 1050.0  # 1 of 10 at τ: exactly 10%, not more
+    res = run(rel, make_arm("b", times[:10]), make_arm("t", ten, observed=[0] + [1] * 9))
+    assert res.verdict == Verdict.SUPPORTED, res.reason
+    both = times * np.exp(rng.normal(0.02, 0.03, 12))
+    b_cut, both[:3] = times.copy(), 1050.0
+    b_cut[9:] = 1050.0
+    res = run(rel, make_arm("b", b_cut, observed=[1] * 9 + [0] * 3),
+              make_arm("t", both, observed=[0] * 3 + [1] * 9))
+    assert res.verdict == Verdict.INCONCLUSIVE and res.reason == Has(
+        "but arm 'b', arm 't' have more than 10% of seeds at τ"), res.reason
 
 
 def test_restricted_seeds_at_tau_take_the_bootstrap_t_interval() -> None:
@@ -529,7 +547,11 @@ def test_restricted_seeds_at_tau_take_the_bootstrap_t_interval() -> None:
     (lo, hi), _ = mean_bootstrap_t_ci(x, 0.9, 999, 7)
     assert res.ci == pytest.approx((math.exp(lo), math.exp(hi)))
     assert res.estimate == pytest.approx(math.exp(x.mean()))
-    assert "bootstrap-t" in res.test and res.details["n_boot"] == 999
+    assert res.test == Has("TOST, paired", ", CI and p by bootstrap-t (some seeds at τ skew the "
+                           "values), on restricted times min(T, τ = ")
+    assert res.details["n_boot"] == 999
+    unpaired = run({**rel, "paired": False}, base, make_arm("t", cut, observed=t < tau))
+    assert "bootstrap-t" not in unpaired.test and "TOST, two samples" in unpaired.test
     assert 0 <= res.details["p_support"] <= 1 and 0 <= res.details["p_refute"] <= 1
     # the CI within the margins exactly when p(support) is at most alpha, as for the t form
     inside = res.ci[0] >= 0.8 and res.ci[1] <= 1.25

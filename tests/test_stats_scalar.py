@@ -1327,7 +1327,10 @@ def test_median_of_few_unpaired_seeds_or_all_censored_decides_nothing() -> None:
                                        "t": make_arm("t", [300.0, 350, 400, 450])})
     assert few.verdict == Verdict.INCONCLUSIVE
     assert few.details["verdict_if_interval_held"] == "SUPPORTED"
-    assert "4 seeds in an arm, fewer than the 8" in few.details["interval_fails"]
+    assert few.details["interval_fails"] == Has(
+        "4 seeds in an arm, fewer than the 8 at which the bootstrap of two medians keeps its "
+        "level (benchmarks/calibration.py, \"few seeds\": at 4 seeds with ties, coverage "
+        "0.917, false verdicts 0.040 and 0.046)")
     cens = [False] * 8
     none = judge(params(), {"b": make_arm("b", [5000.0] * 8, cens),
                             "t": make_arm("t", [5000.0] * 8, cens)})
