@@ -34,6 +34,7 @@ from grokverify.stats.common import (
     expanded_level,
     expanded_p,
     lower_bound_rule,
+    no_spread,
     pair_arms,
     require_arms,
     restriction,
@@ -458,6 +459,17 @@ def test_bootstrap_ci_calls_a_vectorized_statistic_with_its_axis() -> None:
     assert got[1]["p_support"] == pytest.approx(want[1]["p_support"], rel=1e-9)
 
 
+@pytest.mark.parametrize(("resampled", "words"), [
+    ([2.5] * 3, "every resampled effect equals 2.5: with no spread no bootstrap interval holds, "
+                "and a single value is no CI"),
+    ([7.0], "every resampled effect equals 7: "),
+    ([1.0, 1.0, 2.0], None), ([], None), ([1.0, np.inf], None), ([np.nan] * 2, None)])
+def test_no_spread_speaks_only_for_finite_equal_resamples(resampled: list[float],
+                                                          words: str | None) -> None:
+    got = no_spread(np.asarray(resampled, dtype=float), "effect")
+    assert (got is None) if words is None else (got == Has(words) and got.endswith("no CI"))
+
+
 def test_all_values_equal_fall_back_to_percentile() -> None:
     """All values equal: BCa is undefined, the percentile CI (the value itself) is used and the
     details say why, and that no interval holds (`judge` then decides nothing)."""
@@ -465,8 +477,8 @@ def test_all_values_equal_fall_back_to_percentile() -> None:
     assert ci == (5.0, 5.0)
     assert details == {
         "bootstrap": UNPAIRED, "n_boot": 200, "bootstrap_seed": 0, "ci_method": "percentile",
-        "bca_fallback_reason": Has("every resampled statistic equals 5 (all values equal)",
-                                   "bias correction and acceleration are undefined"),
+        "bca_fallback_reason": Has("every resampled statistic equals 5 (all values equal), so "
+                                   "BCa's bias correction and acceleration are undefined"),
         "p_support": 0.0, "p_refute": 1.0, "p_method": P_METHOD,
         "interval_fails": Has("every resampled statistic equals 5", "no bootstrap interval "
                               "holds")}
