@@ -106,13 +106,14 @@ class Has:
 
 def run_criterion(params: dict[str, Any], *arms: ArmSample) -> CriterionResult:
     """`params` (a criterion as a claim file writes it) judged on `arms`; every result must be
-    JSON without NaN and its reason end in a full stop."""
+    JSON without NaN and its reason end in one full stop (no ".." or "., " where parts join)."""
     from grokverify.kinds import CRITERIA
     from grokverify.stats.base import judge
 
     result = judge(CRITERIA[params["name"]].model_validate(params), {a.name: a for a in arms})
     json.dumps(result.to_dict(), allow_nan=False)
-    assert result.reason.endswith("."), result.reason
+    assert result.reason.endswith(".") and ".." not in result.reason, result.reason
+    assert "., " not in result.reason and ".;" not in result.reason, result.reason
     return result
 
 
