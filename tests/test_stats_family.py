@@ -364,8 +364,17 @@ def test_a_not_tested_member_makes_the_family_not_tested_unless_left_out() -> No
     assert left.verdict == Verdict.SUPPORTED and "Left out as not tested" in left.reason
     assert [m.member for m in left.members] == ["a", "b", "c"]
     assert left.members[1].verdict == Verdict.NOT_TESTED
+    assert (fam.claims, fam.correction, fam.alpha_one_sided) == ("all", "holm",
+                                                                  pytest.approx(0.025))
+    assert [(m.member, m.result, m.p_support_adj, m.p_refute_adj) for m in fam.members] == [
+        (n, r, None, None) for n, r in results.items()]
+    assert [(m.p_support, m.p_refute) for m in fam.members] == [(0.001, 0.99), (0.001, 0.99),
+                                                                 (0.002, 0.99)]
     untested = {n: _result(0.001, 0.99, Verdict.NOT_TESTED) for n in "ab"}
-    assert combine(untested, "holm", "any", "leave_out").verdict == Verdict.NOT_TESTED
+    whole = combine(untested, "holm", "any", "leave_out")
+    assert whole.verdict == Verdict.NOT_TESTED and whole.reason == Has(
+        "Not tested: the checks of a, b failed (see each member's reason), and a family with an "
+        "untested member is not tested (untested: leave_out).")
     with pytest.raises(ValueError, match="not_tested' or 'leave_out"):
         combine(results, "holm", "all", "drop")
 
