@@ -34,6 +34,7 @@ from grokverify.stats.common import (
     expanded_level,
     expanded_p,
     lower_bound_rule,
+    mean_bootstrap_t_ci,
     no_spread,
     pair_arms,
     require_arms,
@@ -642,3 +643,30 @@ def test_restricted_policy_changes_nothing_without_censoring() -> None:
     assert (res.estimate, res.ci, res.verdict, res.test) == (plain.estimate, plain.ci,
                                                              plain.verdict, plain.test)
     assert "restricted_tau" not in res.details
+
+
+# ---------------------------------------------------------------- bootstrap-t of a mean
+
+
+def test_bootstrap_t_refuses_when_more_than_half_alpha_of_resamples_are_flat() -> None:
+    """Four equal values and one apart: a third of the resamples draw no spread. The interval
+    fails when their count exceeds α/2 of n_boot, and holds at exactly α/2."""
+    x = np.array([1.0, 1.0, 1.0, 1.0, 2.0])
+    idx = np.random.default_rng(3).integers(0, 5, size=(200, 5))
+    flat = int((x[idx].std(axis=1) == 0).sum())
+    assert flat == 79
+    at = 1 - flat / 100  # alpha / 2 * 200 == flat
+    _, held = mean_bootstrap_t_ci(x, at, 200, 3)
+    assert held["no_spread_resamples"] == flat and "interval_fails" not in held
+    _, fails = mean_bootstrap_t_ci(x, at + 0.005, 200, 3)  # alpha / 2 * 200 == flat - 0.5
+    assert fails["interval_fails"] == Has(
+        "79 of 200 bootstrap resamples have no spread (more than α/2 = 0.393 of them)",
+        "studentized ends are infinite or undefined")
+
+
+def test_bootstrap_t_of_equal_values_is_the_value() -> None:
+    ci, details = mean_bootstrap_t_ci(np.full(4, 2.5), 0.9, 200, 0)
+    assert ci == (2.5, 2.5) and details["degenerate"] == Has("all values equal")
+    assert details["interval_fails"] == Has(
+        "all 4 values equal 2.5: a mean's interval has no spread to estimate, and a single value "
+        "is no CI")
