@@ -516,7 +516,8 @@ def test_restricted_policy_withholds_support_when_many_seeds_are_at_tau() -> Non
     res = run(rel, make_arm("b", times[:10]), make_arm("t", ten, observed=[0] + [1] * 9))
     assert res.verdict == Verdict.SUPPORTED, res.reason
     both = times * np.exp(rng.normal(0.02, 0.03, 12))
-    b_cut, both[:3] = times.copy(), 1050.0
+    both[:3] = 1050.0
+    b_cut = times.copy()
     b_cut[9:] = 1050.0
     res = run(rel, make_arm("b", b_cut, observed=[1] * 9 + [0] * 3),
               make_arm("t", both, observed=[0] * 3 + [1] * 9))
