@@ -3,6 +3,7 @@ an implementation that imports; a name is taken once; probes return the curves t
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -100,6 +101,9 @@ def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: s
     distribution gv-tdist 0.2.0 (or none)."""
     (tmp_path / f"{module}.py").write_text(_HEAD + body)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # a run of the suite before this one in the process (mutmut runs it twice in one) left the
+    # module imported, and importing it again would register nothing
+    monkeypatch.delitem(sys.modules, module, raising=False)
     if not with_dist:
         return metadata.EntryPoint("gv-t", f"{module}:plugin", PLUGIN_GROUP)
     info = tmp_path / f"{module}-0.2.0.dist-info"

@@ -20,6 +20,7 @@ from conftest import (
     SPEARMAN_PAIRS,
     Has,
     hesterberg_level,
+    run_criterion,
 )
 from scipy import stats as sps
 from scipy.special import ndtr, ndtri
@@ -626,6 +627,22 @@ def test_restricted_policy_clips_every_time_at_the_smallest_censoring_step() -> 
     assert not res.details["withheld_by_lower_bound_rule"]
 
 
+def test_restricted_policy_clips_a_value_criterions_arm() -> None:
+    """`value` under `censored: restricted` judges the mean of min(T, τ): every seed observed, so
+    the mean is determined and its p's are given; the test's words name τ."""
+    arm = make_arm("a", [100, 150, 200, 250, 300, 400], observed=[1, 1, 1, 1, 0, 1])
+    res = run_criterion({"name": "value", "arm": "a", "target": 200, "tol": 100,
+                         "censored": "restricted", "n_boot": 300}, arm)
+    clipped = run_criterion({"name": "value", "arm": "a", "target": 200, "tol": 100,
+                             "n_boot": 300}, make_arm("a", [100, 150, 200, 250, 300, 300]))
+    assert res.estimate == pytest.approx(1300 / 6)
+    assert (res.ci, res.verdict, res.p_support) == (clipped.ci, clipped.verdict,
+                                                    clipped.p_support)
+    assert res.p_support is not None and res.p_refute is not None
+    assert res.test == Has("bootstrap-t CI of the mean",
+                           "on restricted times min(T, τ = 300)")
+
+
 def test_the_restriction_is_the_smallest_censoring_time_of_the_time_arms_only() -> None:
     """τ over every time arm's censored seeds; no censored time, or no time arm: no τ."""
     b = make_arm("b", [300, 5000], observed=[1, 0])
@@ -661,7 +678,8 @@ def test_bootstrap_t_refuses_when_more_than_half_alpha_of_resamples_are_flat() -
     _, fails = mean_bootstrap_t_ci(x, at + 0.005, 200, 3)  # alpha / 2 * 200 == flat - 0.5
     assert fails["interval_fails"] == Has(
         "79 of 200 bootstrap resamples have no spread (more than α/2 = 0.393 of them)",
-        "studentized ends are infinite or undefined")
+        "studentized ends are infinite or undefined",
+        "the values are too near constant for this interval")
 
 
 def test_bootstrap_t_of_equal_values_is_the_value() -> None:
