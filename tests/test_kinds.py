@@ -6,14 +6,16 @@ from __future__ import annotations
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Literal
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from grokverify.claim.experiment import ExperimentSpec
 from grokverify.engine.loop import train_seeds
 from grokverify.kinds import (
     _LOADING,
+    _REGISTRIES,
     CRITERIA,
     INTERVENTIONS,
     METRICS,
@@ -54,8 +56,45 @@ def test_a_taken_name_is_refused_and_the_same_class_again_is_harmless() -> None:
         register(Second)
     with pytest.raises(ValueError, match="is not 'module:attribute'"):
         kind.register("grokverify.kinds")
+    with pytest.raises(ValueError, match="is not 'module:attribute'"):
+        kind.register("::Kind")  # no module before the first colon
     with pytest.raises(KeyError, match="unknown thing 'b'"):
         kind.path("b")
+
+
+def test_a_new_kind_is_listed_imports_its_implementation_once_and_names_need_strings() -> None:
+    kind: Kind[type] = Kind("thing", "name", "grokverify.kinds")
+    assert any(k is kind for k in _REGISTRIES)  # so kinds_used and the plugin loader see it
+
+    class Spec:
+        name = "a"
+
+    class Unnamed:
+        name = 3
+    kind.register("grokverify.kinds:Plugin")(Spec)
+    assert kind.implementation("a") is Plugin and kind.implementation("a") is Plugin
+    assert kind.plugin_of("a") is None
+    with pytest.raises(TypeError, match="Unnamed: thing name 'name' must be a string"):
+        kind.register("grokverify.kinds:Plugin")(Unnamed)
+
+
+def test_a_kinds_union_tells_its_specs_apart_by_the_tag() -> None:
+    kind: Kind[type] = Kind("shape", "name", "grokverify.kinds")
+
+    @kind.register("grokverify.kinds:Plugin")
+    class Round(BaseModel):
+        name: Literal["round"] = "round"
+        radius: float
+
+    @kind.register("grokverify.kinds:Plugin")
+    class Square(BaseModel):
+        name: Literal["square"] = "square"
+        side: float
+    adapter = TypeAdapter(kind.union())
+    assert isinstance(adapter.validate_python({"name": "square", "side": 2}), Square)
+    with pytest.raises(ValidationError) as err:
+        adapter.validate_python({"name": "oval", "radius": 1})
+    assert [e["type"] for e in err.value.errors()] == ["union_tag_invalid"]
 
 
 BASES = [  # each probe runs on the first of these experiments it can measure
@@ -99,14 +138,14 @@ def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: s
            with_dist: bool = True) -> metadata.EntryPoint:
     """An entry point `gv-t = <module>:plugin` for a module written from `body`, from a
     distribution gv-tdist 0.2.0 (or none)."""
-    (tmp_path / f"{module}.py").write_text(_HEAD + body)
+    (tmp_path / f"{module.replace('.', '/')}.py").write_text(_HEAD + body)
     monkeypatch.syspath_prepend(str(tmp_path))
     # a run of the suite before this one in the process (mutmut runs it twice in one) left the
     # module imported, and importing it again would register nothing
     monkeypatch.delitem(sys.modules, module, raising=False)
     if not with_dist:
         return metadata.EntryPoint("gv-t", f"{module}:plugin", PLUGIN_GROUP)
-    info = tmp_path / f"{module}-0.2.0.dist-info"
+    info = tmp_path / f"{module.partition('.')[0]}-0.2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gv-tdist\nVersion: 0.2.0\n")
     (info / "entry_points.txt").write_text(f"[{PLUGIN_GROUP}]\ngv-t = {module}:plugin\n")
@@ -137,6 +176,32 @@ THINGS.register("elsewhere.things:Borrowed")(Borrowed)
         THINGS._drop("gv-t")
         THINGS._specs.pop("borrowed", None)
     assert "fancy" not in THINGS._specs and THINGS.plugin_of("fancy") is None
+
+
+def test_a_plugin_in_a_package_owns_what_its_package_registers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point's module is a submodule: a class of any module of its top-level package
+    is the plugin's."""
+    (tmp_path / "gvt_pkg").mkdir()
+    (tmp_path / "gvt_pkg" / "__init__.py").write_text("")
+    (tmp_path / "gvt_pkg" / "shapes.py").write_text("class Sub:\n    name = 'sub'\n")
+    entry = _entry(tmp_path, monkeypatch, "gvt_pkg.sub", """
+GROKVERIFY_PLUGIN_API = 1
+RESULTS_VERSION = "1"
+from gvt_pkg.shapes import Sub
+class Top:
+    name = "top"
+THINGS.register("gvt_pkg.sub:Top")(Top)
+THINGS.register("gvt_pkg.shapes:Sub")(Sub)
+""")
+    monkeypatch.delitem(sys.modules, "gvt_pkg", raising=False)
+    monkeypatch.delitem(sys.modules, "gvt_pkg.shapes", raising=False)
+    try:
+        plugin = _load_plugin(entry)
+        assert plugin.error is None and plugin.module == "gvt_pkg.sub"
+        assert plugin.kinds == ("plugin test thing top", "plugin test thing sub")
+    finally:
+        THINGS._drop("gv-t")
 
 
 @pytest.mark.parametrize(("module", "body", "with_dist", "error"), [
