@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import has_phrase
 
 from grokverify.claim.load import LoadedClaim, load_claim
 from grokverify.cli import main
@@ -183,13 +184,13 @@ def assert_bad(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, li
     assert "ok" not in out
     found = problem_line(err, path, line, field)
     for fragment in fragments:
-        assert fragment in found, f"{fragment!r} not in {found!r}"
+        assert has_phrase(found, fragment), f"{fragment!r} not in {found!r}"
     return found
 
 
 class At:
     """A problem as `conftest.problems` writes it: at `line` and `path` (none: a problem of the
-    whole file), its message holding every one of `phrases`."""
+    whole file), its message holding every one of `phrases` (as whole words)."""
 
     def __init__(self, line: int | None, path: str, *phrases: str) -> None:
         self.start = f"{line} {path}: " if path else f"{line} "
@@ -197,7 +198,7 @@ class At:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, str) and other.startswith(self.start)
-                and all(p in other[len(self.start):] for p in self.phrases))
+                and all(has_phrase(other[len(self.start):], p) for p in self.phrases))
 
     __hash__ = None  # type: ignore[assignment]
 

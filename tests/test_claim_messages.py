@@ -308,6 +308,13 @@ def test_a_wrong_value_is_refused_in_words(tmp_path: Path, old: str, new: str, m
         assert phrase not in message, (phrase, found)
 
 
+@pytest.mark.parametrize(("new", "value"), [("    p: abc", "'abc'"), ("    p: [1]", "a list")])
+def test_a_wrong_value_without_a_yaml_hint_ends_at_the_value(tmp_path: Path, new: str,
+                                                              value: str) -> None:
+    (found,) = problems(tmp_path, edit(SMALL_CLAIM, ("    p: 31", new)))
+    assert found.endswith(f"(got {value})"), found
+
+
 def test_arm_section_of_wrong_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = edit(CLAIM, ("  c1:\n    optimizer:\n      emb_lr_mult: 1\n",
                         "  c1:\n    optimizer: 5\n"))

@@ -107,7 +107,7 @@ IMPOSSIBLE = [
     ("    lr: 0.1", "    lr: 0", "lr: 0", "base.optimizer.lr", ["greater than 0"]),
     ("    op: add\n    p: 31", "    op: div\n    p: 30", "  task:", "base.task",
      ["'div'", "prime"]),
-    ("    modular: true", "    modular: maybe", "modular:", "base.task.modular", ["bool"]),
+    ("    modular: true", "    modular: maybe", "modular:", "base.task.modular", ["boolean"]),
     ("    momentum: 0.9\n", "    momentum: 0.9\n    betas: [0.9, 0.98]\n", "  optimizer:",
      "base.optimizer", ["betas applies to adam/adamw only, not sgd"]),
     ("    name: sgd\n", "    name: adamw\n", "  optimizer:", "base.optimizer",
@@ -215,7 +215,7 @@ def test_an_integer_is_a_number(tmp_path: Path) -> None:
 @pytest.mark.parametrize("old,new,anchor,path,what", [
     ("  c1:\n", "  c 1:\n", "  c 1:", "arms", "arm name 'c 1'"),
     ("  quick:\n", "  quick|x:\n", "  quick|x:", "scales", "scale name 'quick|x'"),
-    ("  c1:\n", "  " + "c" * 49 + ":\n", "c" * 49, "arms", "arm name 'ccc"),
+    ("  c1:\n", "  " + "c" * 49 + ":\n", "c" * 49, "arms", "arm name '" + "c" * 49 + "'"),
     ("  c1:\n", "  _c1:\n", "_c1:", "arms", "arm name '_c1'"),
 ])
 def test_names_are_refused_at_their_key(capsys: pytest.CaptureFixture[str], tmp_path: Path,

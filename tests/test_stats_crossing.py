@@ -290,6 +290,9 @@ def test_a_missing_arm_is_named_at_its_key(tmp_path: Path) -> None:
     line = CLAIM.splitlines().index("  points: {f0.4: 0.4, f0.6: 0.6, f0.8: 0.8}") + 1
     assert found == [Has(f"{line} criterion.points['f0.9']: criterion refers to arm 'f0.9'",
                          "does not exist; arms are ['f0.4', 'f0.6', 'f0.8']")]
+    # a key that is part of an earlier field's text ("crossing") is still found at its key
+    found = problems(tmp_path, CLAIM.replace("f0.8: 0.8}", "cross: 0.8}"))
+    assert found == [Has(f"{line} criterion.points.cross: criterion refers to arm 'cross'")]
 
 
 def test_a_time_metric_is_refused(tmp_path: Path) -> None:
