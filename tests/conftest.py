@@ -186,7 +186,8 @@ def seed_result(curves: dict[str, tuple[list[int], list[float | None]]] | None =
 
 # the censoring and method words several criteria's details share, by their key phrases
 AS_BUDGET = Has("censored values enter as their censoring value (the budget), a lower bound",
-                "the lower-bound rule withholds", "(see docs/verdicts.md)")
+                "on the true value; the lower-bound rule withholds any verdict that this",
+                "could have produced (see docs/verdicts.md)")
 REFUSE = Has("censored: refuse -- any censored value withholds the verdict")
 NOT_CENSORED = Has("none: a value metric is never censored", "left out and counted")
 P_METHOD = Has("inversion of the bootstrap interval", "smallest one-sided level",

@@ -27,6 +27,7 @@ from grokverify.kinds import (
     Kind,
     Plugin,
     _load_plugin,
+    names_listed,
 )
 
 ALL = {"task operation": TASKS, "split strategy": SPLITS, "model kind": MODELS, "probe": PROBES,
@@ -235,3 +236,12 @@ def test_a_plugin_that_cannot_be_used_keeps_its_error_and_registers_nothing(
     assert (plugin.distribution, plugin.version) == (
         ("gv-tdist", "0.2.0") if with_dist else (None, None))
     assert not {"x1", "x2", "x3"} & set(THINGS._specs) and _LOADING == []
+
+
+def test_a_refusal_lists_the_built_in_names_sorted_then_the_plugins_apart() -> None:
+    assert names_listed({"b": 1, "a": 2}) == "a, b"
+    kind: Kind[type] = Kind("thing", "name", "grokverify.kinds")
+    for name in ("z", "p2", "p1"):
+        kind.register("grokverify.kinds:Plugin")(type(name, (), {"name": name}))
+    kind._plugins.update({"p1": "gv-x", "p2": "gv-x"})
+    assert names_listed(kind, repr) == "'z' (from plugins: 'p1', 'p2')"

@@ -31,6 +31,7 @@ from grokverify.stats.common import (
     bca_p_values,
     bootstrap_ci,
     broken_pairs_words,
+    censoring_details,
     determined,
     expanded_level,
     expanded_p,
@@ -622,7 +623,9 @@ def test_restricted_policy_clips_every_time_at_the_smallest_censoring_step() -> 
     assert (res.estimate, res.ci, res.verdict) == (clipped.estimate, clipped.ci, clipped.verdict)
     assert res.details["restricted_tau"] == 4200.0
     assert res.details["censored_seeds"] == {"b": 2, "t": 1}
-    assert res.details["censoring"] == Has("censored: restricted", "min(T, τ)", "exact")
+    assert res.details["censoring"] == Has("censored: restricted", "min(T, τ)", "τ the smallest",
+                                           "censoring step, which is exact for censored seeds "
+                                           "too (no lower-bound rule)")
     assert "on restricted times min(T, τ = 4200)" in res.test
     assert not res.details["withheld_by_lower_bound_rule"]
 
@@ -641,6 +644,15 @@ def test_restricted_policy_clips_a_value_criterions_arm() -> None:
     assert res.p_support is not None and res.p_refute is not None
     assert res.test == Has("bootstrap-t CI of the mean",
                            "on restricted times min(T, τ = 300)")
+
+
+def test_the_censoring_details_name_the_policy_and_count_each_arms_censored_seeds() -> None:
+    b = make_arm("b", [300, 5000], observed=[1, 0])
+    refuse = censoring_details([b], "refuse")
+    assert refuse == {"censoring": Has("censored: refuse -- any censored value withholds the "
+                                       "verdict (INCONCLUSIVE)"),
+                      "censored_policy": "refuse", "censored_seeds": {"b": 1}}
+    assert censoring_details([b], "as_budget")["censoring"] == AS_BUDGET
 
 
 def test_the_restriction_is_the_smallest_censoring_time_of_the_time_arms_only() -> None:

@@ -33,6 +33,34 @@ def _put(tmp_path: Path, seed: int = 3) -> tuple[Store, str, Path]:
 # ---------------------------------------------------------------- put: the record and its log
 
 
+def test_put_is_durable_unless_told_and_sync_removes_what_it_cannot_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`put` fsyncs its record by default and not with fsync=False; `sync` fsyncs those later,
+    and removes a record it cannot sync (or skips one already gone) and names the first error."""
+    import grokverify.atomic as atomic
+
+    synced: list[int] = []
+    monkeypatch.setattr(atomic.os, "fsync", synced.append)
+    s = Store(tmp_path / "store")
+    key, rec = synthetic_record(3)
+    s.put(key, rec)
+    assert len(synced) == 1
+    later_key, later = synthetic_record(4)
+    path = s.put(later_key, later, fsync=False)
+    assert len(synced) == 1
+    s.sync([path])
+    assert len(synced) == 2
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    gone = path.with_name("gone.json")
+    with pytest.raises(StoreError) as err:
+        s.sync([gone, path])
+    assert str(err.value) == "cannot sync a record: No such file or directory"
+    assert not path.exists()
+
+
 def test_put_writes_sorted_json_and_logs_one_sorted_utc_line(tmp_path: Path) -> None:
     """The record on disk is the sorted JSON of the record with its key and a fresh digest (a
     stale one copied in is replaced); the log gets one sorted-JSON line: UTC time, key, digest,
