@@ -142,8 +142,10 @@ def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: s
     (tmp_path / f"{module.replace('.', '/')}.py").write_text(_HEAD + body)
     monkeypatch.syspath_prepend(str(tmp_path))
     # a run of the suite before this one in the process (mutmut runs it twice in one) left the
-    # module imported, and importing it again would register nothing
-    monkeypatch.delitem(sys.modules, module, raising=False)
+    # package's modules imported, and importing them again would register nothing
+    top = module.partition(".")[0]
+    for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+        monkeypatch.delitem(sys.modules, name)
     if not with_dist:
         return metadata.EntryPoint("gv-t", f"{module}:plugin", PLUGIN_GROUP)
     info = tmp_path / f"{module.partition('.')[0]}-0.2.0.dist-info"
@@ -195,8 +197,6 @@ class Top:
 THINGS.register("gvt_pkg.sub:Top")(Top)
 THINGS.register("gvt_pkg.shapes:Sub")(Sub)
 """)
-    monkeypatch.delitem(sys.modules, "gvt_pkg", raising=False)
-    monkeypatch.delitem(sys.modules, "gvt_pkg.shapes", raising=False)
     try:
         plugin = _load_plugin(entry)
         assert plugin.error is None and plugin.module == "gvt_pkg.sub"
