@@ -20,7 +20,7 @@ from claimtext import (
     validate,
     write,
 )
-from conftest import problems
+from conftest import REPO, problems
 
 from grokverify.claim.messages import deepest_defined
 from grokverify.claim.optimizers import OPTIMIZER_NAMES as OPTIMIZERS
@@ -212,6 +212,16 @@ def test_unknown_name_lists_known(old: str, new: str, marker: str, field: str,
                        repr(new.split(":")[-1].strip()))
     for name in _names(registry):
         assert f"'{name}'" in found or f" {name}" in found, f"{name!r} not listed in {found!r}"
+
+
+def test_an_unknown_metric_in_a_criterions_x_is_named_a_metric(tmp_path: Path) -> None:
+    text = (REPO / "claims" / "p2_grokking_rate_predicts.yaml").read_text()
+    text = edit(text, ("x: {name: curve_at,", "x: {name: curve_att,"))
+    found = problems(tmp_path, text)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{line_no(text, 'curve_att')} criterion.x.name: unknown metric "
+                               "'curve_att'"), found
+    assert "criterion" not in found[0].split(": ", 1)[1], found
 
 
 def test_unknown_split_lists_known(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
