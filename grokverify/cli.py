@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grokverify.claim.files import NoClaims, claim_files
+from grokverify.claim.files import NoClaims, claim_files, is_paper_file
 from grokverify.claim.limits import MAX_SEEDS
 from grokverify.numbers import format_ci, format_number
 
@@ -606,7 +606,7 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     limits = _limits(args)
     failed = False
-    for path in claim_files(args.claims):
+    for path in claim_files([p for p in args.claims if not is_paper_file(p)]):
         try:
             loaded = load_claim(path, limits=limits)
         except SpecError as exc:
@@ -622,14 +622,15 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _papers_of(paths: list[Path]) -> tuple[list[Any], bool]:
-    """Each claims folder's paper files, checked against its claims (problems on stderr);
-    with True when one is bad."""
+    """Each claims folder's paper files, and each paper file given, checked against the claims
+    of its folder (problems on stderr); with True when one is bad."""
     from grokverify.claim.paper import claim_sources, load_paper, paper_files
     from grokverify.claim.yamlio import SpecError
 
     papers, failed = [], False
-    for folder in (p for p in paths if p.is_dir()):
-        files = paper_files(folder)
+    for given in paths:
+        folder, files = ((given.parent.parent, [given]) if is_paper_file(given)
+                         else (given, paper_files(given) if given.is_dir() else []))
         sources = claim_sources(claim_files([folder])) if files else {}
         for path in files:
             try:

@@ -113,3 +113,11 @@ def test_validate_checks_a_folders_paper_files(capsys: pytest.CaptureFixture[str
     write(folder / "papers", bad, "p.yaml")
     rc, out, err = validate(capsys, folder)
     assert rc == 2 and f"p.yaml:{line_no(bad, '- nowhere')}: central[0].claims[1]: no claim" in err
+
+
+def test_validate_reads_a_paper_file_given_itself_as_a_paper(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    paper = ROOT / "claims" / "papers" / "2505.15624.yaml"
+    rc, out, err = validate(capsys, paper)
+    assert rc == 0 and f"ok {paper}: paper 2505.15624 (" in out, (out, err)
+    assert "required field is missing" not in err and out.count("ok ") == 1

@@ -13,6 +13,11 @@ PAPERS_DIR = "papers"  # below a claims folder: paper files (grokverify.claim.pa
 DRAFTS_DIR = "drafts"  # below a claims folder: claims not yet run (claims/drafts/README.md)
 
 
+def is_paper_file(path: Path) -> bool:
+    """A YAML file in a claims folder's `papers/` folder: validated as a paper, not a claim."""
+    return path.parent.name == PAPERS_DIR and path.suffix == ".yaml" and path.is_file()
+
+
 class NoClaims(ValueError):
     """A folder with no claim file below it: almost always a wrong path (exit 2)."""
 
