@@ -272,7 +272,7 @@ def test_a_grid_into_members_needs_a_family_section(tmp_path: Path) -> None:
     text = SMALL_CLAIM + MEMBER_GRID
     assert problems(tmp_path, text) == [
         At(line_no(text, "into: members"), "grid.into",
-           "a grid into members needs a family: section")]
+           "a grid into members needs a family: section (claims, correction) to put them in")]
 
 
 def test_a_grid_into_members_adds_family_members(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from claimtext import (
     validate,
     write,
 )
-from conftest import REPO, problems
+from conftest import REPO, Has, problems
 
 from grokverify.claim.messages import deepest_defined
 from grokverify.claim.optimizers import OPTIMIZER_NAMES as OPTIMIZERS
@@ -222,6 +222,14 @@ def test_an_unknown_metric_in_a_criterions_x_is_named_a_metric(tmp_path: Path) -
     assert found[0].startswith(f"{line_no(text, 'curve_att')} criterion.x.name: unknown metric "
                                "'curve_att'"), found
     assert "criterion" not in found[0].split(": ", 1)[1], found
+
+
+def test_a_word_for_a_number_or_mapping_names_both_alternatives(tmp_path: Path) -> None:
+    text = (REPO / "claims" / "adam_lr.yaml").read_text()
+    text = re.sub(r"(?m)^seeds: .*$", "seeds: many", text)
+    found = problems(tmp_path, text)
+    assert found == [Has(f"{line_no(text, 'seeds: many')} seeds: Input should be a valid integer "
+                         "(got 'many'); or: Input should be a mapping (got 'many')")], found
 
 
 def test_unknown_split_lists_known(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

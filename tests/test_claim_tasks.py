@@ -19,6 +19,10 @@ def test_an_image_tasks_rows_and_the_memory_its_seeds_share() -> None:
     assert task.table_bytes(100) == 4 * 784 * 70_000
 
 
+def test_an_arithmetic_task_shares_no_table_between_seeds() -> None:
+    assert TaskSpec(op="add", p=31, train_frac=0.5).table_bytes(20) == 0
+
+
 def test_division_needs_a_prime_modulus() -> None:
     words = "op 'div' needs modular: true and a prime p (modular inverse)"
     for p, modular in ((31, False), (33, True)):

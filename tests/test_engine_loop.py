@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import ADD7, TOY6, make_exp, records_by_seed
+from conftest import ADD7, TOY6, Has, make_exp, records_by_seed
 
 from grokverify.claim.experiment import ExperimentSpec, TrainingSpec
 from grokverify.engine import loop, numerics
@@ -475,3 +475,14 @@ def test_train_seeds_reports_progress_of_a_real_run() -> None:
                       progress=lambda step, total: calls.append((step, total)))
     assert calls == [(2, 4), (4, 4)]
     assert out[0]["curves"]["train_loss"]["steps"] == [0, 2, 4]
+
+
+def test_a_probe_returning_other_curves_than_its_spec_declares_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    exp = _case("embed_mlp-adamw", probes=[{"name": "sigma_max", "every": 5}])
+    monkeypatch.setattr(loop.PROBES, "of", lambda spec: lambda *_: {"bogus": torch.zeros(1)})
+    declared = sorted(exp.probes[0].curves())
+    with pytest.raises(RuntimeError) as err:
+        records_by_seed(exp, [0])
+    assert str(err.value) == Has("probe sigma_max returned curves ['bogus']",
+                                 f"its spec declares {declared}")

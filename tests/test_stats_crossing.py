@@ -312,8 +312,8 @@ def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
                          "this claim's role is 'inference': declare the region")]
     asks = CLAIM.replace("role: inference", "role: open_question")
     found = problems(tmp_path, asks)
-    assert len(found) == 1 and "source.role: an open question is reported as a finding" in \
-        found[0], found
+    role = next(n for n, text in enumerate(asks.splitlines(), 1) if "role: open_question" in text)
+    assert found == [Has(f"{role} source.role: an open question is reported as a finding")]
     path = tmp_path / "open.yaml"
     path.write_text(asks.replace("  region: [0.5, 0.7]\n", ""), encoding="utf-8")
     assert load_claim(path).claim.criterion.region is None  # type: ignore[union-attr]
@@ -396,8 +396,10 @@ def test_an_open_questions_family_is_a_finding_with_its_trend(tmp_path: Path) ->
 def test_an_open_question_takes_a_fixed_seed_count(tmp_path: Path) -> None:
     text = OPEN_QUESTION.replace("seeds: 30", "seeds: {min: 10, max: 30, step: 10}")
     found = problems(tmp_path, text)
-    assert any("seeds: an open question is estimated at a fixed number of seeds" in f
-               for f in found), found
+    line = text.splitlines().index("seeds: {min: 10, max: 30, step: 10}") + 1
+    assert Has(f"{line} seeds: an open question is estimated at a fixed number of seeds",
+               "(nothing is tested, so sequential looks have nothing to stop on)",
+               "give seeds as a number") in found, found
 
 
 def test_a_trend_names_every_member(tmp_path: Path) -> None:

@@ -49,7 +49,9 @@ PAIRED_BOOT = Has("percentile, seed indices resampled with replacement jointly a
 UNPAIRED_BOOT = "percentile, stratified by arm, seeds resampled with replacement"
 UNREACHED_BOUNDS = Has("a resample's KM median that is not reached lies in [largest time of that "
                        "resample, inf)", "treated at its lower bound, baseline at its upper",
-                       "(treated upper, baseline lower)", "takes an unreached median as inf")
+                       "(treated upper, baseline lower)", "takes an unreached median as inf",
+                       "CI low from the resamples' lower effect ends",
+                       "CI high from their upper ends")
 RESULT_DETAILS = {
     "km_median_convention": KM_MEDIAN_CONVENTION,
     "arm_median_ci": "statsmodels quantile_ci, cloglog transform",
@@ -942,7 +944,10 @@ def test_median_result_is_pinned_whole() -> None:
         "n_undefined_resamples": 0, "n_bounded_resamples": 0, "n_infinite_resamples": 0,
         "n_base_median_beyond_budget": 0, "n_treated_median_beyond_budget": 0,
         "p_support": 0.0, "p_refute": 1.0,
-        "interval_fails": Has("6 seeds in an arm, fewer than the 8"),
+        "interval_fails": Has("6 seeds in an arm, fewer than the 8",
+                              "bootstrap of KM medians keeps its level",
+                              "(benchmarks/calibration.py, \"few seeds\": false verdicts 0.06 at 4 "
+                              "seeds, 0.030-0.034 at 5-7, against 0.025)"),
         **RESULT_DETAILS,
     }
     held = compare(b, t, min_effect=0.2, n_boot=200, bootstrap_seed=3)  # 6 pairs: set aside
