@@ -207,6 +207,18 @@ def test_a_span_gives_evenly_spaced_settings_rounded_to_its_digits(tmp_path: Pat
     assert sorted({exp.optimizer.weight_decay for exp in arms.values()}) == [0, 2, 4, 6, 8]
 
 
+def test_a_generated_arms_own_problem_is_at_the_grid_name_and_its_bases_key_at_its_line(
+        tmp_path: Path) -> None:
+    """A problem of the whole generated arm is blamed on the grid's name line (not its base's);
+    an unknown key its base writes, on that key's line."""
+    text = _grid_claim(GRID + "  base:\n    model:\n      kind: image_mlp\n")
+    assert problems(tmp_path, text)[0] == At(line_no(text, '  name: "c{c}"'), "arms.c1",
+                                              "model 'image_mlp' reads images")
+    text = _grid_claim(GRID + "  base:\n    optimiser:\n      lr: 0.1\n")
+    assert problems(tmp_path, text)[0] == At(line_no(text, "    optimiser:"), "arms.c1.optimiser",
+                                              "unknown key 'optimiser'")
+
+
 @pytest.mark.parametrize(("axis", "field", "fragment"), [
     ("{path: optimizer.lr, values: [0.1, 0.2], span: {low: 0.1, high: 1, num: 2}}",
      "grid.axes.lr", "values (a list) or span"),

@@ -405,6 +405,16 @@ def test_a_batch_as_large_as_the_training_split_is_allowed(tmp_path: Path) -> No
            "(at scale 'quick', arm 'c1', and 1 more)")]
 
 
+def test_an_image_tasks_batch_is_counted_in_rows(tmp_path: Path) -> None:
+    """An image task's training set is rows (images), not pairs."""
+    mnist = (Path(__file__).resolve().parent.parent / "claims" / "p2_mnist_grokking.yaml")
+    text = edit(mnist.read_text(), ("    batch_size: 200\n", "    batch_size: 1001\n"))
+    (found,) = problems(tmp_path, text)
+    assert found == At(line_no(text, "batch_size: 1001"), "base.training.batch_size",
+                       "batch_size 1001 exceeds the 1000 training rows of this split",
+                       "(mnist, n_train 1000)")
+
+
 def test_a_family_members_batch_is_blamed_on_the_member(tmp_path: Path) -> None:
     """Member `small` sets p 20 (400 pairs, 200 for training at 0.5) and batch_size 300: the
     problem names family.members.small.training.batch_size, at its line, and the experiments it
@@ -416,3 +426,21 @@ def test_a_family_members_batch_is_blamed_on_the_member(tmp_path: Path) -> None:
         At(line_no(text, "batch_size: 300"), "family.members.small.training.batch_size",
            "batch_size 300 exceeds the 200 training pairs", "(p 20, train_frac 0.5)",
            "(at scale 'quick', member 'small', arm 'c1', and 1 more)")]
+
+
+def test_a_check_that_cannot_measure_an_arm_names_the_arm_member_and_scale(
+        tmp_path: Path) -> None:
+    """rare_value_coverage cannot read an unordered task: refused at the check, naming where it
+    fails (the member only in a family)."""
+    checked = SMALL_CLAIM + ("checks:\n  - kind: rare_value_coverage\n    arm: c1\n"
+                             "    at_most: 0.6\n    why: w\n")
+    rare = "which an unordered task (a <= b) makes rare by construction"
+    unordered = edit(checked, ("    train_frac: 0.5\n",
+                               "    train_frac: 0.5\n    unordered: true\n"))
+    (found,) = problems(tmp_path, unordered)
+    assert found.endswith(f"checks[0]: check rare_value_coverage counts the pairs of each value "
+                          f"of a, {rare} (arm 'c1', scale 'quick')")
+    family = checked + "family:\n  members:\n    plain: {}\n    sym:\n      task:\n" \
+                       "        unordered: true\n"
+    (found,) = problems(tmp_path, family)
+    assert found.endswith(f"{rare} (arm 'c1', member 'sym', scale 'quick')")

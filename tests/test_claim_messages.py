@@ -62,6 +62,15 @@ def test_a_file_that_is_not_a_mapping_says_what_it_is(tmp_path: Path, text: str,
     assert found.startswith("1 expected")  # no field path
 
 
+def test_a_file_that_is_not_a_mapping_has_the_empty_field_path(tmp_path: Path) -> None:
+    from grokverify.claim.load import load_claim
+    from grokverify.claim.yamlio import SpecError
+
+    with pytest.raises(SpecError) as err:
+        load_claim(write(tmp_path, "- 1\n"))
+    assert [(p.line, p.path) for p in err.value.problems] == [(1, "")]
+
+
 # ---------------------------------------------------------------- misspelled keys
 
 TYPOS = [

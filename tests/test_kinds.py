@@ -245,3 +245,39 @@ def test_a_refusal_lists_the_built_in_names_sorted_then_the_plugins_apart() -> N
         kind.register("grokverify.kinds:Plugin")(type(name, (), {"name": name}))
     kind._plugins.update({"p1": "gv-x", "p2": "gv-x"})
     assert names_listed(kind, repr) == "'z' (from plugins: 'p1', 'p2')"
+
+
+def test_plugins_are_read_once_from_the_group_in_name_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plugins()` reads the entry-point group once, loads each plugin in name order (a broken
+    one kept with its error) and returns the same listing after."""
+    import grokverify.kinds as kinds
+
+    asked: list[str] = []
+
+    def entry_points(group: str) -> list[metadata.EntryPoint]:
+        asked.append(group)
+        return [metadata.EntryPoint(n, f"gv_no_such_{n[:2]}", group)
+                for n in ("zz-broken", "aa-broken")]
+
+    monkeypatch.setattr(kinds.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(kinds, "_PLUGINS", None)
+    first = kinds.plugins()
+    assert list(first) == ["aa-broken", "zz-broken"] and asked == [PLUGIN_GROUP]
+    assert first["aa-broken"].error.startswith("cannot import gv_no_such_aa: ModuleNotFoundError")
+    assert first["zz-broken"].module == "gv_no_such_zz"
+    assert kinds.plugins() is first and asked == [PLUGIN_GROUP]
+
+
+def test_kinds_used_finds_plain_class_kinds_and_looks_inside_lists_and_mappings() -> None:
+    from grokverify.claim.load import load_claim
+    from grokverify.kinds import kinds_used
+
+    loaded = load_claim(Path(__file__).parent / "fixtures" / "tiny_claim.yaml")
+    exp = next(e for *_, e in loaded.experiments(["quick"]))
+    found = {(registry.what, name) for registry, name in kinds_used(exp)}
+    assert found == {("task operation", "add"), ("split strategy", "random"),
+                     ("model kind", "toy_sum")}
+    assert {(r.what, n) for r, n in kinds_used([exp.task])} == {
+        ("task operation", "add"), ("split strategy", "random")}
+    assert {(r.what, n) for r, n in kinds_used({"arm": exp.model})} == {("model kind", "toy_sum")}

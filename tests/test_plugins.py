@@ -196,3 +196,48 @@ def test_a_worker_with_another_plugin_version_refuses_the_trial() -> None:
     with pytest.raises(RuntimeError, match="plugins: .*grokverify-example.*in the run's keys"):
         run_trial(exp.model_dump(mode="json"), [0], "cpu", 1,
                   {**expected, "plugins": {"grokverify-example": "0"}})
+
+
+def _problems(path: Path) -> list[tuple[str, int | None, str, str]]:
+    with pytest.raises(SpecError) as err:
+        load_claim(path)
+    return [(p.file, p.line, p.path, p.message) for p in err.value.problems]
+
+
+@needs_example
+def test_each_undeclared_plugin_kind_is_named_once_at_the_requires_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grokverify.kinds import CHECKS
+
+    monkeypatch.setitem(CHECKS._plugins, "event_share", "grokverify-example")  # two checks of it
+    check = "{kind: event_share, arm: quad, event: generalise, at_least: %s, why: w}"
+    claim = tmp_path / "c.yaml"
+    claim.write_text(EXAMPLE_CLAIM.read_text().replace("[grokverify-example]", "[]")
+                     + f"checks: [{check % 0.5}, {check % 0.25}]\n")
+    why = "comes from plugin 'grokverify-example': list it under requires"
+    assert _problems(claim) == [(str(claim), 3, "requires", f"model kind 'quad_mlp' {why}"),
+                                (str(claim), 3, "requires", f"probe 'param_rms' {why}"),
+                                (str(claim), 3, "requires", f"validity check 'event_share' {why}")]
+
+
+@needs_example
+def test_every_required_plugin_that_is_missing_or_broken_is_named_with_what_is_installed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grokverify.kinds as kinds
+
+    broken = kinds.Plugin("gv-broken", "gv_broken", None, None, None, (), "boom")
+    monkeypatch.setattr(kinds, "_PLUGINS", {**kinds.plugins(), "gv-broken": broken})
+    claim = tmp_path / "c.yaml"
+    text = EXAMPLE_CLAIM.read_text()
+    claim.write_text(text.replace("[grokverify-example]", "[grokverify-example, gv-broken, "
+                                  "gv-absent]"))
+    (_, _, path1, why1), (file, line, path2, why2) = _problems(claim)
+    assert (file, line, path1, path2) == (str(claim), 3, "requires[1]", "requires[2]")
+    assert why1 == "plugin 'gv-broken' cannot be used: boom"
+    assert why2.startswith("plugin 'gv-absent' is not installed: pip install gv-absent "
+                           "(installed: grokverify-example, gv-broken;")
+    claim.write_text(text.replace("[grokverify-example]", "[1, gv-absent]"))
+    assert [p[2] for p in _problems(claim)] == ["requires[1]"]
+    monkeypatch.setattr(kinds, "_PLUGINS", {})
+    claim.write_text(text.replace("[grokverify-example]", "[gv-absent]"))
+    assert "(installed: none;" in _problems(claim)[0][3]

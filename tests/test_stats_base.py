@@ -252,6 +252,11 @@ def test_p_words_of_a_true_zero_without_bootstrap_print_it() -> None:
                             "details": {"n_boot": 200}}) == p_words("= 0.01", "= 1", "0.025")
 
 
+def test_p_words_of_an_open_question_say_nothing_was_tested() -> None:
+    words = "p against θ: — (an open question: no claimed region, nothing tested)"
+    assert p_against_words({"verdict": "FINDING", "p_support": 0.5, "ci_level": 0.95}) == words
+
+
 def test_p_words_of_a_result_without_estimate() -> None:
     """One usable seed, or a censored seed under ``censored: refuse``: no estimate, no p's, and
     the line says so."""
@@ -357,6 +362,7 @@ def test_an_interval_that_does_not_hold_decides_nothing() -> None:
     assert out.verdict == Verdict.INCONCLUSIVE and out.ci == (-math.inf, math.inf)
     assert (out.p_support, out.p_refute) == (None, None)
     assert "does not hold for these data (all 4 values equal 1)" in out.reason
+    assert "more seeds or a method that holds for such data are needed" in out.reason
     assert out.details["ci_computed"] == [1.0, 1.0] and out.details["p_computed"] == [0.0, 1.0]
     assert out.details["verdict_if_interval_held"] == "SUPPORTED"
     finding = replace(broken, verdict=Verdict.FINDING)

@@ -311,6 +311,13 @@ def test_only_an_open_question_leaves_the_region_out(tmp_path: Path) -> None:
                          "only an open question (source.role: open_question) may do",
                          "this claim's role is 'inference': declare the region")]
     asks = CLAIM.replace("role: inference", "role: open_question")
+    block = asks.replace('source: {arxiv: "2205.10343", where: test fixture, role: open_question, '
+                         'quote: test fixture}', 'source:\n  arxiv: "2205.10343"\n  where: '
+                         'test fixture\n  role: open_question\n  quote: test fixture')
+    assert block != asks
+    found = problems(tmp_path, block)
+    role = block.splitlines().index("  role: open_question") + 1
+    assert found == [Has(f"{role} source.role: an open question is reported as a finding")]
     found = problems(tmp_path, asks)
     role = next(n for n, text in enumerate(asks.splitlines(), 1) if "role: open_question" in text)
     assert found == [Has(f"{role} source.role: an open question is reported as a finding")]

@@ -204,6 +204,26 @@ def test_the_phase_metric_goes_with_phase_order_only(tmp_path: Path) -> None:
             "only criterion 'phase_order' reads it")]
 
 
+def test_a_phase_code_refusal_names_every_code_metric_and_every_reader(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a second code metric and a second criterion that reads codes (as a plugin could
+    add), the refusals list both, joined by "or"."""
+    from grokverify.kinds import CRITERIA, METRICS
+
+    monkeypatch.setitem(METRICS.specs, "phase_too", METRICS.specs["phase"])
+    monkeypatch.setitem(CRITERIA.specs, "phase_order_too", CRITERIA.specs["phase_order"])
+    block = CLAIM.replace("metric: {name: phase, lag: 10}",
+                          "metric:\n  name: phase_is\n  phase: grokking")
+    line = block.splitlines().index("  name: phase_is") + 1
+    assert problems(tmp_path, block) == [
+        Has(f"{line} metric.name: criterion 'phase_order' reads a phase code per seed",
+            "give metric 'phase' or 'phase_too'")]
+    other = CLAIM.split("criterion:")[0] + (
+        "criterion: {name: value, arm: lr0.01_wd0, target: 1, tol: 0.5}\n")
+    assert problems(tmp_path, other) == [
+        Has("only criterion 'phase_order' or 'phase_order_too' reads it")]
+
+
 def test_falling_turns_the_order_and_shown_names_the_phases_claimed() -> None:
     """A batch-size sweep (App. G): comprehension at the largest batch, grokking at small ones,
     no memorization claimed: falling with shown [comprehension, grokking]."""
