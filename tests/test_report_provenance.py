@@ -37,3 +37,17 @@ def test_provenance_dirty_means_code_not_reports(tmp_path: Path) -> None:
     assert copied.provenance()["git_dirty"] is False
     module.write_text(module.read_text() + "\n# changed\n")
     assert copied.provenance()["git_dirty"] is True
+
+
+def test_a_records_cpu_is_named_by_its_model(tmp_path: Path) -> None:
+    """Records name the CPU model Linux reports (what a paper-scale report's cost was measured
+    on), or the platform's word for it where there is no /proc/cpuinfo."""
+    import platform
+
+    from grokverify.run.execute import cpu_name
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n"
+                    "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n")
+    assert cpu_name(info) == "AMD EPYC 7B13"
+    assert cpu_name(tmp_path / "absent") == (platform.processor() or platform.machine())

@@ -7,11 +7,13 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
 from suitedata import NASTY, page_of, rename_arm, tiny_result, write_variant
 
+from grokverify.numbers import format_number
 from grokverify.report.index import write_suite
 from grokverify.report.suite import read_report
 
@@ -224,6 +226,16 @@ def test_wall_column_shows_the_records_training_time_in_a_run_and_a_rebuild(
     want = round(sum(chunks.values()), 2)
     ran = tiny_result()["provenance"]
     assert ran["records_train_s"] == want and ran["seeds_trained_now"] == 6
+    by_chunk: dict[tuple[object, ...], list[dict[str, Any]]] = {}
+    for r in stored:
+        by_chunk.setdefault((r["key_inputs"]["experiment"], r["created"],
+                             tuple(r["chunk_seeds"])), []).append(r)
+    steps = sum(max(r["result"]["summary"]["stopped_step"] for r in rs) * len(rs)
+                for rs in by_chunk.values())
+    assert ran["records_model_steps"] == steps > 0  # a chunk runs every seed to its last stop
+    rate = format_number(steps / want)
+    assert f"{steps:,} model-steps: {rate} model-steps/s" in (
+        tiny_run() / "reports" / "tiny" / "report.md").read_text()
 
     opts = replace(tiny_options(tiny_run()), reports=tmp_path)
     run_claims([load_claim(TINY)], opts, Console(quiet=True), train=False)

@@ -437,12 +437,22 @@ def render_markdown(res: dict[str, Any]) -> str:
               f"- training time in this run (sum over trials): {prov['train_wall_s']} s; "
               f"wall time of the run: {prov['wall_s']} s; finished {prov['finished']}"
               + (f"; training time of all its records (each chunk once, whichever run trained "
-                 f"it): {prov['records_train_s']} s" if "records_train_s" in prov else ""),
+                 f"it): {prov['records_train_s']} s" if "records_train_s" in prov else "")
+              + _throughput(prov),
               f"- packages: {', '.join(f'{k} {v}' for k, v in prov['packages'].items() if v)}",
               f"- python {prov['python']} on {prov['platform']}",
               "- store keys: see `result.json` (`arms.<arm>.store_keys`)",
               ""]
     return "\n".join(lines)
+
+
+def _throughput(prov: dict[str, Any]) -> str:
+    """The records' model-steps per second of training: what a claim at this scale costs on
+    the hardware named above (benchmarks/README.md measures the engine alone)."""
+    steps, seconds = prov.get("records_model_steps"), prov.get("records_train_s")
+    if not steps or not seconds:
+        return ""
+    return f", {steps:,} model-steps: {format_number(steps / seconds)} model-steps/s"
 
 
 __all__ = ["claim_lines", "figure_caption", "figure_lines", "interval", "number",

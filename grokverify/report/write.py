@@ -42,7 +42,9 @@ def _seed_rows(member: str, arm: str, records: list[dict[str, Any]],
 def _device(record: dict[str, Any]) -> str:
     """Where a record was trained, with the numerics it was trained under (records share a
     numerics tag exactly when they are bit-identical: docs/determinism.md)."""
-    return f"{record['device']} ({record['device_name']}; numerics {record['numerics']['tag']})"
+    threads = f", {record['threads']} threads" if record.get("threads") else ""
+    return (f"{record['device']} ({record['device_name']}{threads}; numerics "
+            f"{record['numerics']['tag']})")
 
 
 def _data(run: ClaimRun) -> list[dict[str, Any]]:
@@ -58,13 +60,29 @@ def _data(run: ClaimRun) -> list[dict[str, Any]]:
     return out
 
 
+def _chunks(records: list[dict[str, Any]]) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    """The records by the chunk that trained them (a chunk's records share experiment, host,
+    creation time, seeds and wall)."""
+    chunks: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in records:
+        key = (r.get("key_inputs", {}).get("experiment"), r.get("host"), r.get("created"),
+               tuple(r.get("chunk_seeds", ())), r.get("chunk_wall_s"))
+        chunks.setdefault(key, []).append(r)
+    return chunks
+
+
 def records_train_s(records: list[dict[str, Any]]) -> float:
     """The training time the claim's records cost, whichever run trained them: each chunk's wall
-    time once (a chunk's records share experiment, host, creation time, seeds and wall)."""
-    chunks = {(r.get("key_inputs", {}).get("experiment"), r.get("host"), r.get("created"),
-               tuple(r.get("chunk_seeds", ())), r.get("chunk_wall_s")):
-              float(r.get("chunk_wall_s") or 0.0) for r in records}
-    return sum(chunks.values())
+    time once."""
+    return sum(float(rs[0].get("chunk_wall_s") or 0.0) for rs in _chunks(records).values())
+
+
+def records_model_steps(records: list[dict[str, Any]]) -> int:
+    """The model-steps the records' chunks computed: a chunk trains all its seeds until its
+    last one stops (a finished seed is frozen, not dropped), so its steps times its seeds."""
+    return sum(max(r["result"]["summary"]["stopped_step"] for r in rs)
+               * max(len(rs[0].get("chunk_seeds", ())), len(rs))
+               for rs in _chunks(records).values())
 
 
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],
@@ -122,8 +140,9 @@ def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | 
             "requested_device": device, "executor": opts.executor, "address": opts.address,
             "store": str(opts.store), "seeds_trained_now": run.trained,
             "seeds_reused": run.reused, "train_wall_s": round(run.train_wall_s, 2),
-            "records_train_s": round(records_train_s(
-                [r for recs in records_by_arm.values() for r in recs if r]), 2),
+            "records_train_s": round(records_train_s(read := [
+                r for recs in records_by_arm.values() for r in recs if r]), 2),
+            "records_model_steps": records_model_steps(read),
             "wall_s": round(run.wall_s, 2), "started": run.started,
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         },

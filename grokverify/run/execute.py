@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Protocol
 
 from grokverify.claim.budget import DEFAULT_GPU_MEMORY, GIB, GPU_PACK, gpu_share
@@ -49,10 +50,22 @@ class ExecutionError(RuntimeError):
 
 
 def device_name(device: str) -> str:
+    """The GPU's or the CPU's model, for a report to say what its records were trained on."""
     import torch
 
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
+    return cpu_name()
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name where Linux gives one; else the platform's word for it."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
     return platform.processor() or platform.machine()
 
 
