@@ -372,3 +372,42 @@ def test_a_time_metric_with_a_zero_step_budget_is_refused(tmp_path: Path) -> Non
     assert problem.path == "base.training.steps" and problem.line == 9
     assert problem.message.startswith("a budget of 0 steps measures the initialisation only")
     assert "'val_threshold_step' is a time to an event" in problem.message
+
+
+def test_a_log_gets_a_plain_progress_line_at_most_every_minute_with_an_eta_to_budget() -> None:
+    """Output that is not a terminal (nohup, a cluster job's log) has no live bar: a plain line
+    at most every `every` seconds, its ETA the rest of the seed-steps to budget at the rate so
+    far (an upper bound where seeds stop early)."""
+    from grokverify.run.pipeline import PlainProgress
+
+    now, said = [0.0], []
+    plain = PlainProgress(1000, 40, 10, said.append, every=60.0, clock=lambda: now[0])
+    now[0] = 30.0
+    plain.update(100, 0, 0)
+    assert said == []  # not a minute yet
+    now[0] = 600.0
+    plain.update(250, 8, 2)
+    assert said == ["training: 8/40 seeds, 2/10 trials, 25% of the seed-steps to budget, "
+                    "10 min elapsed, ETA at most 30 min"]
+    now[0] = 630.0
+    plain.update(300, 8, 2)
+    assert len(said) == 1
+    now[0] = 7200.0
+    plain.update(0, 8, 2)
+    assert said[-1].endswith("2.0 h elapsed, ETA —")
+
+
+def test_a_run_to_a_log_prints_its_progress_lines(tmp_path: Path, tiny_claim: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    import grokverify.run.pipeline as pipeline
+
+    real = pipeline.PlainProgress
+    monkeypatch.setattr(pipeline, "PlainProgress",
+                        lambda *a, **k: real(*a, **{**k, "every": 0.0}))
+    out = io.StringIO()
+    opts = RunOptions(store=tmp_path / "s", reports=tmp_path / "r", executor="local")
+    run_claims([load_claim(tiny_claim)], opts, Console(file=out, width=200))
+    lines = [x for x in out.getvalue().splitlines() if x.startswith("training: ")]
+    assert lines and "/6 seeds" in lines[-1] and "of the seed-steps to budget" in lines[-1]

@@ -7,6 +7,7 @@ every sequential round), and nothing is started when every record is already sto
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -133,8 +134,11 @@ class _Trainer:
         with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
-            done = {"seeds": 0, "trials": 0}
+            done = {"seeds": 0, "trials": 0, "steps": 0}
             writer = _Writer(self.store)
+            # a log (nohup, a cluster job) gets no live bar: a plain line now and then instead
+            plain = None if self.console.is_terminal else PlainProgress(
+                total, n_seeds, len(trials), self.console.print)
 
             def on_done(trial: Trial, records: list[dict[str, Any]]) -> None:
                 walls[trial.claim_id] = walls.get(trial.claim_id, 0.0) + records[0]["chunk_wall_s"]
@@ -142,9 +146,14 @@ class _Trainer:
                 done["seeds"] += len(records)
                 done["trials"] += 1
                 progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
+                if plain:
+                    plain.update(done["steps"], done["seeds"], done["trials"])
 
             def on_progress(steps_done: int, running: int) -> None:
+                done["steps"] = steps_done
                 progress.update(task, completed=steps_done, running=running)
+                if plain:
+                    plain.update(steps_done, done["seeds"], done["trials"])
 
             try:
                 self.executor.run(trials, on_done, on_progress)
@@ -159,6 +168,32 @@ class _Trainer:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
+
+
+class PlainProgress:
+    """Training progress as a plain line at most every `every` seconds (and at each finished
+    trial past that), for output that is not a terminal: hour-long runs write to logs. The ETA
+    is to every seed's budget, an upper bound where seeds stop early."""
+
+    def __init__(self, total: int, seeds: int, trials: int, say: Callable[[str], Any],
+                 every: float = 60.0, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total, self.seeds, self.trials, self.say = total, seeds, trials, say
+        self.every, self.clock = every, clock
+        self.start = self.last = clock()
+
+    def update(self, steps: int, seeds: int, trials: int) -> None:
+        now = self.clock()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        elapsed, share = now - self.start, steps / self.total if self.total else 1.0
+        eta = f"ETA at most {_minutes(elapsed * (1 - share) / share)}" if share > 0 else "ETA —"
+        self.say(f"training: {seeds}/{self.seeds} seeds, {trials}/{self.trials} trials, "
+                 f"{share:.0%} of the seed-steps to budget, {_minutes(elapsed)} elapsed, {eta}")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 def _lock_trials(trials: list[Trial], store: Store) -> tuple[list[Trial], list[str]]:
