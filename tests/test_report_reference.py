@@ -1,6 +1,7 @@
-"""The committed reference reports (reports/reference/quick): rebuilt from the committed store
-archives without training, and (slow: `pytest --slow`) retrained bit for bit where the torch
-release, results version, numerics and data files are the references' (reports/README.md)."""
+"""The committed reference reports (reports/reference/quick and /paper): rebuilt from the
+committed store archives without training, and (slow: `pytest --slow`) the quick ones retrained
+bit for bit where the torch release, results version, numerics and data files are the
+references' (reports/README.md)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "reports" / "reference" / "quick"
 CLAIMS = sorted(p.name for p in REFERENCE.iterdir() if (p / "result.json").is_file())
 PARTS = sorted((REPO / "reports" / "reference" / "store").glob("part-*.tar.xz"))
+PAPER = REPO / "reports" / "reference" / "paper"
+PAPER_CLAIMS = sorted(p.name for p in PAPER.iterdir() if (p / "result.json").is_file())
+PAPER_PARTS = sorted((REPO / "reports" / "reference" / "store").glob("paper-*.tar.xz"))
 # a claim of each paper, a family and a sequential-free fast rebuild: read from the archives in CI
 FROM_ARCHIVE = ["adam_lr", "skeptic_sgd", "p2_rqi_threshold_p10", "p2_phase_lr_wd_s3"]
 
@@ -69,22 +73,20 @@ def test_reference_report_is_reproduced(claim_id: str, tmp_path: Path) -> None:
     assert _comparable(got) == _comparable(ref)
 
 
-def test_the_reference_suite_is_one_self_contained_page() -> None:
-    """reports/reference/quick/index.html: a row and a section for every shipped claim, every
-    figure its claims' result.json name (and the library's forest plot) embedded as a data URI
-    (none missing), no request of any kind, and the size the README states (to 0.1 MB)."""
+def _self_contained(folder: Path, claims: list[str]) -> int:
+    """A suite page: a row and a section for every claim, every figure its claims' result.json
+    name embedded as a data URI (none missing), no request of any kind. Returns the images."""
     from suitedata import page_of
 
-    index = REFERENCE / "index.html"
-    page = page_of(index)
-    results = [json.loads((REFERENCE / c / "result.json").read_text()) for c in CLAIMS]
-    rows = json.loads((REFERENCE / "results.json").read_text())["claims"]
-    assert sorted(r["id"] for r in rows) == CLAIMS
+    page = page_of(folder / "index.html")
+    results = [json.loads((folder / c / "result.json").read_text()) for c in claims]
+    rows = json.loads((folder / "results.json").read_text())["claims"]
+    assert sorted(r["id"] for r in rows) == claims
     sections = [a.get("id") for t, a in page.tags if t == "section"]
-    assert sorted(sections) == sorted(f"claim-{c}" for c in CLAIMS)
+    assert sorted(sections) == sorted(f"claim-{c}" for c in claims)
     images = [a for t, a in page.tags if t == "img"]
-    forest = (REFERENCE / "forest.png").is_file()  # the library's forest plot, under the table
-    assert len(images) == sum(len(r["figures"]) for r in results) + forest > 100
+    forest = (folder / "forest.png").is_file()  # the library's forest plot, under the table
+    assert len(images) == sum(len(r["figures"]) for r in results) + forest
     assert all((a["src"] or "").startswith("data:image/png;base64,") for a in images)
     assert "figure missing" not in " ".join(page.text)
     for tag, attrs in page.tags:
@@ -94,9 +96,21 @@ def test_the_reference_suite_is_one_self_contained_page() -> None:
                 assert value and value.startswith(("#", "data:image/")), (tag, name, value)
     inline = "".join(page.inline["style"]) + "".join(page.inline["script"])
     assert "http" not in inline and "url(" not in inline and "@import" not in inline
+    return len(images)
+
+
+def test_the_reference_suite_is_one_self_contained_page() -> None:
+    """reports/reference/quick/index.html: self-contained (the library's forest plot included),
+    and the size the README states (to 0.1 MB)."""
+    assert _self_contained(REFERENCE, CLAIMS) > 100
+    index = REFERENCE / "index.html"
     stated = {float(m) for m in re.findall(r"([\d.]+) MB for the \d+ reference claims",
                                            (REPO / "README.md").read_text())}
     assert stated == {round(index.stat().st_size / 1e6, 1)}
+
+
+def test_the_paper_scale_suite_is_one_self_contained_page() -> None:
+    assert PAPER_CLAIMS and _self_contained(PAPER, PAPER_CLAIMS) >= len(PAPER_CLAIMS)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +139,22 @@ def test_the_archived_store_rebuilds_the_reference_report_without_training(
     got = json.loads((tmp_path / claim_id / "result.json").read_text())
     assert got["provenance"]["seeds_trained_now"] == 0
     assert _comparable(got) == _comparable(ref)
+
+
+def test_the_paper_scale_reports_rebuild_from_their_archive_without_training(
+        tmp_path: Path) -> None:
+    """Every reports/reference/paper folder, from reference/store/paper-*.tar.xz alone, as its
+    report says (reports/README.md, "Paper scale"): the same verdict, estimates and seeds."""
+    store = Store(tmp_path / "store")
+    unpack(PAPER_PARTS, store)
+    for claim_id in PAPER_CLAIMS:
+        ref = json.loads((PAPER / claim_id / "result.json").read_text())
+        seeds = None if ref.get("sequential") else max(len(a["seeds"]) for a in
+                                                       ref["arms"].values())
+        opts = RunOptions(scale="paper", seeds=seeds, store=store.root,
+                          reports=tmp_path / "reports", executor="local", device="cpu")
+        rebuild_claims([load_claim(REPO / ref["claim"]["file"])], opts, Console(quiet=True))
+        got = json.loads((tmp_path / "reports" / claim_id / "result.json").read_text())
+        assert got["provenance"]["seeds_trained_now"] == 0
+        assert got["scale"]["paper_setting"] and got["scale"]["name"] == "paper"
+        assert _comparable(got) == _comparable(ref)

@@ -376,25 +376,38 @@ def test_a_time_metric_with_a_zero_step_budget_is_refused(tmp_path: Path) -> Non
 
 def test_a_log_gets_a_plain_progress_line_at_most_every_minute_with_an_eta_to_budget() -> None:
     """Output that is not a terminal (nohup, a cluster job's log) has no live bar: a plain line
-    at most every `every` seconds, its ETA the rest of the seed-steps to budget at the rate so
-    far (an upper bound where seeds stop early)."""
+    at most every `every` seconds, its ETA the rest of the seed-steps to budget at the rate
+    model-steps were computed so far (an upper bound where seeds stop early)."""
     from grokverify.run.pipeline import PlainProgress
 
     now, said = [0.0], []
     plain = PlainProgress(1000, 40, 10, said.append, every=60.0, clock=lambda: now[0])
     now[0] = 30.0
-    plain.update(100, 0, 0)
+    plain.update(100, 0, 0, 100)
     assert said == []  # not a minute yet
     now[0] = 600.0
-    plain.update(250, 8, 2)
+    plain.update(250, 8, 2, 250)
     assert said == ["training: 8/40 seeds, 2/10 trials, 25% of the seed-steps to budget, "
                     "10 min elapsed, ETA at most 30 min"]
     now[0] = 630.0
-    plain.update(300, 8, 2)
+    plain.update(300, 8, 2, 300)
     assert len(said) == 1
     now[0] = 7200.0
-    plain.update(0, 8, 2)
+    plain.update(0, 8, 2, 0)
     assert said[-1].endswith("2.0 h elapsed, ETA —")
+
+
+def test_seeds_that_stopped_early_do_not_shorten_the_eta() -> None:
+    """Trials whose seeds stopped at a fifth of their budget count 500 seed-steps done but
+    computed 100: the 500 left take 500 / (100 / 600 s) = 50 min, not the 10 min a rate from
+    budget shares says (a paper-scale run once read 'ETA at most 4 min' for 25)."""
+    from grokverify.run.pipeline import PlainProgress
+
+    now, said = [0.0], []
+    plain = PlainProgress(1000, 40, 10, said.append, every=60.0, clock=lambda: now[0])
+    now[0] = 600.0
+    plain.update(500, 8, 2, 100)
+    assert said[-1].endswith("10 min elapsed, ETA at most 50 min")
 
 
 def test_a_run_to_a_log_prints_its_progress_lines(tmp_path: Path, tiny_claim: Path,

@@ -77,12 +77,16 @@ def records_train_s(records: list[dict[str, Any]]) -> float:
     return sum(float(rs[0].get("chunk_wall_s") or 0.0) for rs in _chunks(records).values())
 
 
-def records_model_steps(records: list[dict[str, Any]]) -> int:
-    """The model-steps the records' chunks computed: a chunk trains all its seeds until its
+def chunk_model_steps(chunk: list[dict[str, Any]]) -> int:
+    """The model-steps one chunk's records computed: a chunk trains all its seeds until its
     last one stops (a finished seed is frozen, not dropped), so its steps times its seeds."""
-    return sum(max(r["result"]["summary"]["stopped_step"] for r in rs)
-               * max(len(rs[0].get("chunk_seeds", ())), len(rs))
-               for rs in _chunks(records).values())
+    return (max(r["result"]["summary"]["stopped_step"] for r in chunk)
+            * max(len(chunk[0].get("chunk_seeds", ())), len(chunk)))
+
+
+def records_model_steps(records: list[dict[str, Any]]) -> int:
+    """The model-steps the records' chunks computed (`chunk_model_steps`)."""
+    return sum(chunk_model_steps(rs) for rs in _chunks(records).values())
 
 
 def build_result(run: ClaimRun, records_by_arm: dict[str, list[dict[str, Any] | None]],

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from grokverify.atomic import signals_deferred
 from grokverify.claim.budget import CPU_WARN_FLOPS, scale_flops
 from grokverify.claim.load import LoadedClaim
-from grokverify.report.write import write_report
+from grokverify.report.write import chunk_model_steps, write_report
 from grokverify.run.execute import EXECUTORS, ExecutionError, Executor, resolve_device
 from grokverify.run.outcome import ClaimRun, RunOptions
 from grokverify.run.trials import Trial, pending_trials, plan_arms, spread
@@ -134,7 +134,8 @@ class _Trainer:
         with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
-            done = {"seeds": 0, "trials": 0, "steps": 0}
+            # budget: seed-steps of finished trials to budget; trained: what they computed
+            done = {"seeds": 0, "trials": 0, "steps": 0, "budget": 0, "trained": 0}
             writer = _Writer(self.store)
             # a log (nohup, a cluster job) gets no live bar: a plain line now and then instead
             plain = None if self.console.is_terminal else PlainProgress(
@@ -145,15 +146,16 @@ class _Trainer:
                 writer.put(trial, records)
                 done["seeds"] += len(records)
                 done["trials"] += 1
+                done["budget"] += trial.seed_steps
+                done["trained"] += chunk_model_steps(records)
                 progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
-                if plain:
-                    plain.update(done["steps"], done["seeds"], done["trials"])
 
             def on_progress(steps_done: int, running: int) -> None:
                 done["steps"] = steps_done
                 progress.update(task, completed=steps_done, running=running)
-                if plain:
-                    plain.update(steps_done, done["seeds"], done["trials"])
+                if plain:  # the running trial's steps so far: what is past the finished budget
+                    plain.update(steps_done, done["seeds"], done["trials"],
+                                 done["trained"] + max(0, steps_done - done["budget"]))
 
             try:
                 self.executor.run(trials, on_done, on_progress)
@@ -171,9 +173,10 @@ class _Trainer:
 
 
 class PlainProgress:
-    """Training progress as a plain line at most every `every` seconds (and at each finished
-    trial past that), for output that is not a terminal: hour-long runs write to logs. The ETA
-    is to every seed's budget, an upper bound where seeds stop early."""
+    """Training progress as a plain line at most every `every` seconds, for output that is not a
+    terminal: hour-long runs write to logs. The ETA is the seed-steps left to budget at the
+    rate model-steps were computed so far, an upper bound where seeds stop early (a rate from
+    budget shares would count an early stop's unrun steps as fast ones)."""
 
     def __init__(self, total: int, seeds: int, trials: int, say: Callable[[str], Any],
                  every: float = 60.0, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -181,13 +184,17 @@ class PlainProgress:
         self.every, self.clock = every, clock
         self.start = self.last = clock()
 
-    def update(self, steps: int, seeds: int, trials: int) -> None:
+    def update(self, steps: int, seeds: int, trials: int, trained: int) -> None:
+        """`steps`: seed-steps to budget done (a finished trial counts its whole budget);
+        `trained`: model-steps computed so far."""
         now = self.clock()
         if now - self.last < self.every:
             return
         self.last = now
         elapsed, share = now - self.start, steps / self.total if self.total else 1.0
-        eta = f"ETA at most {_minutes(elapsed * (1 - share) / share)}" if share > 0 else "ETA —"
+        rate = trained / elapsed if elapsed > 0 else 0.0
+        eta = (f"ETA at most {_minutes((self.total - steps) / rate)}" if rate > 0
+               else "ETA —")
         self.say(f"training: {seeds}/{self.seeds} seeds, {trials}/{self.trials} trials, "
                  f"{share:.0%} of the seed-steps to budget, {_minutes(elapsed)} elapsed, {eta}")
 
