@@ -135,7 +135,7 @@ class _Trainer:
             task = progress.add_task("train", total=total, seeds_done=0, seeds_total=n_seeds,
                                      trials_done=0, trials_total=len(trials), running=0)
             # budget: seed-steps of finished trials to budget; trained: what they computed
-            done = {"seeds": 0, "trials": 0, "steps": 0, "budget": 0, "trained": 0}
+            done = {"seeds": 0, "trials": 0, "budget": 0, "trained": 0}
             writer = _Writer(self.store)
             # a log (nohup, a cluster job) gets no live bar: a plain line now and then instead
             plain = None if self.console.is_terminal else PlainProgress(
@@ -151,7 +151,6 @@ class _Trainer:
                 progress.update(task, seeds_done=done["seeds"], trials_done=done["trials"])
 
             def on_progress(steps_done: int, running: int) -> None:
-                done["steps"] = steps_done
                 progress.update(task, completed=steps_done, running=running)
                 if plain:  # the running trial's steps so far: what is past the finished budget
                     plain.update(steps_done, done["seeds"], done["trials"],
