@@ -140,14 +140,34 @@ def gpu_share(exp: _Experiment, n_seeds: int, gpu_memory: int = DEFAULT_GPU_MEMO
     return max(1, eighths) / GPU_PACK
 
 
-# About an hour of a 2-core CPU (~3e10 flop/s at these sizes): more is GPU work.
-CPU_WARN_FLOPS = 1e14
+# CPU time, for what a user is told a run costs (the paper-scale warning, a report's CPU
+# hours): estimate's flops at the model kind's `cpu_flop_rate` a thread, plus what every
+# parameter costs a step apart from the matmuls (the optimizer, gradients), fitted by
+# benchmarks/cpu_rates.py on a 2-core AMD EPYC (paper 1's MLP at p = 97, batch 64-512).
+CPU_THREADS = 2
+CPU_PARAM_STEP_S = 7e-9
+CPU_WARN_S = 3600.0  # more than an hour of a 2-core CPU is GPU work
 
 
 def scale_flops(loaded: _Loaded, scale: str) -> float:
     """The arithmetic of every trial of one scale, at its seed count (`estimate`)."""
     n = loaded.max_seeds(scale)
     return float(sum(estimate(exp, n).flops for _, _, _, exp in loaded.experiments([scale])))
+
+
+def cpu_seconds(exp: _Experiment, n_seeds: int) -> float:
+    """About how long `n_seeds` seeds of `exp` train on a 2-core CPU to their full budget
+    (early stopping only shortens it); within ~1.5x of benchmarks/cpu_rates.py's measurements."""
+    size = exp.model.size(exp.task.input_size(), exp.task.classes())
+    held = batched_seeds(n_seeds, CPU_THREADS)
+    return (estimate(exp, n_seeds, CPU_THREADS).flops / (exp.model.cpu_flop_rate * CPU_THREADS)
+            + exp.training.steps * held * size.params * CPU_PARAM_STEP_S)
+
+
+def scale_cpu_seconds(loaded: _Loaded, scale: str, seeds: int | None = None) -> float:
+    """`cpu_seconds` of every arm of one scale at `seeds` per arm (default: its most)."""
+    n = seeds or loaded.max_seeds(scale)
+    return sum(cpu_seconds(exp, n) for _, _, _, exp in loaded.experiments([scale]))
 
 
 def scale_costs(loaded: _Loaded) -> dict[str, dict[str, Any]]:
@@ -158,7 +178,7 @@ def scale_costs(loaded: _Loaded) -> dict[str, dict[str, Any]]:
         flops = scale_flops(loaded, name)
         out[name] = {"paper_setting": bool(scale.paper_setting),
                      "seeds_per_arm": loaded.max_seeds(name), "flops": flops,
-                     "cpu_hours": flops / CPU_WARN_FLOPS}
+                     "cpu_hours": scale_cpu_seconds(loaded, name) / 3600}
     return out
 
 

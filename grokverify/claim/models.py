@@ -42,6 +42,9 @@ class ModelSpec(StrictModel):
 
     roles: ClassVar[tuple[str, ...]] = ()
     inputs: ClassVar[str] = "pairs"  # what it reads: operand pairs, or images (a task's `inputs`)
+    # flop/s of `budget.estimate`'s arithmetic one CPU thread reaches, for CPU-time estimates
+    # (work sizing, the paper-scale warning, a report's CPU hours): benchmarks/cpu_rates.py
+    cpu_flop_rate: ClassVar[float] = 4e10
 
     @classmethod
     def has_embedding(cls) -> bool:
@@ -75,6 +78,7 @@ class EmbedMLPSpec(ModelSpec):
     """Paper 1: concatenated embeddings of [a, op, b, =] → Linear → ReLU → Linear."""
 
     roles: ClassVar[tuple[str, ...]] = ("E", "W")
+    cpu_flop_rate: ClassVar[float] = 1.5e11
     kind: Literal["embed_mlp"]
     d: Int = Field(128, ge=1, le=MAX_WIDTH, description="embedding width")
     hidden: Int = Field(512, ge=1, le=MAX_WIDTH, description="hidden width (paper: 4d)")
@@ -103,6 +107,7 @@ class ScalarMLPSpec(ModelSpec):
     """Paper 1's baseline: raw scalars [a, p, b, p+1], no embedding → Linear → ReLU → Linear."""
 
     roles: ClassVar[tuple[str, ...]] = ("W",)
+    cpu_flop_rate: ClassVar[float] = 2.5e10
     kind: Literal["scalar_mlp"]
     hidden: Int = Field(512, ge=1, le=MAX_WIDTH)
 
@@ -204,6 +209,7 @@ class TransformerSpec(ModelSpec):
     as settings."""
 
     roles: ClassVar[tuple[str, ...]] = ("E",)
+    cpu_flop_rate: ClassVar[float] = 3e10
     kind: Literal["transformer"]
     d: Int = Field(256, ge=1, le=MAX_WIDTH,
                    description="embedding and residual width (paper 2: 256)")

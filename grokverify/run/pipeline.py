@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from grokverify.atomic import signals_deferred
-from grokverify.claim.budget import CPU_WARN_FLOPS, scale_flops
+from grokverify.claim.budget import CPU_WARN_S, scale_cpu_seconds
 from grokverify.claim.load import LoadedClaim
 from grokverify.report.write import chunk_model_steps, write_report
 from grokverify.run.execute import EXECUTORS, ExecutionError, Executor, resolve_device
@@ -366,24 +366,25 @@ def _round_record(run: ClaimRun, look: Look) -> dict[str, Any]:
 
 
 def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
-                             console: Console) -> None:
+                             console: Console, seeds: int | None = None) -> None:
     """The papers' settings are sized for GPUs: on a CPU they take hours to days, so say so up front
-    (the run goes ahead: finished seeds are stored, and it can be stopped and resumed). Not
-    for a paper setting that is cheap (a property at initialisation: zero steps)."""
+    (the run goes ahead: finished seeds are stored, and it can be stopped and resumed). At the
+    run's seeds an arm (`seeds`, default the scale's most); not for a cheap paper setting."""
     if not device.startswith("cpu"):
         return
     for loaded in claims:
         if not loaded.claim.scales[scale].paper_setting:
             continue
-        flops = scale_flops(loaded, scale)
-        if flops > CPU_WARN_FLOPS:
-            hours = flops / CPU_WARN_FLOPS  # CPU_WARN_FLOPS is about an hour
+        n = seeds or loaded.max_seeds(scale)
+        hours = scale_cpu_seconds(loaded, scale, n) / 3600
+        if hours * 3600 > CPU_WARN_S:
             quick = (" or --scale quick" if scale != "quick" and "quick" in loaded.claim.scales
                      else "")
             console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: scale {scale!r} is the "
-                          f"paper's setting and is sized for GPUs: its arithmetic is about "
-                          f"{hours:.2g} hours of a 2-core CPU (the progress bar's ETA says "
-                          f"more exactly). Use --address with a GPU cluster{quick}.")
+                          f"paper's setting and is sized for GPUs: {n} seeds an arm to their "
+                          f"budget are about {hours:.2g} hours of a 2-core CPU (early stopping and "
+                          f"seeds already stored shorten it; the progress bar's ETA says more "
+                          f"exactly). Use --address with a GPU cluster{quick}.")
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
@@ -398,7 +399,7 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
                                  f"{sorted(loaded.claim.scales)}")
     device = device_for(opts) if train or opts.device == "auto" else opts.device
     if train:
-        _warn_paper_scale_on_cpu(claims, opts.scale, device, console)
+        _warn_paper_scale_on_cpu(claims, opts.scale, device, console, opts.seeds)
     store = Store(opts.store)
     start = time.perf_counter()
     runs = [ClaimRun(loaded, opts.scale, [], seeding(loaded, opts.scale, opts.seeds))
