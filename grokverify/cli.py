@@ -110,8 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     pack = store_sub.add_parser("pack", help="write the store's sound records to a tar.xz")
     pack.add_argument("archive", type=Path)
     pack.add_argument("--store", type=Path, default=Path(".grokverify/store"))
-    pack.add_argument("--skip-in", type=Path, nargs="+", default=[], metavar="ARCHIVE",
-                      help="leave out the records these archives already hold (a later part)")
+    pack.add_argument("--skip-in", type=Path, nargs="+", action="extend", default=[],
+                      metavar="ARCHIVE",
+                      help="leave out the records these archives already hold (a later part); "
+                      "it takes every path after it, so name the new archive before it")
     unpack = store_sub.add_parser("unpack", help="put the records of tar.xz archives into a "
                                   "store, each checked")
     unpack.add_argument("archives", type=Path, nargs="+", metavar="archive")
