@@ -299,18 +299,15 @@ def test_an_expensive_paper_setting_on_a_cpu_warns_before_training(
 ])
 def test_the_cpu_estimate_is_near_a_measured_paper_scale_run(
         claim: str, seeds: int, measured_s: float) -> None:
-    """The warning's hours are the run's: at its --seeds, within 1.5x of what these runs
-    took on a 2-core AMD EPYC (the warning once said 9.7 hours for a 20-minute run)."""
+    """The estimate is the run's: at its --seeds, within 1.5x of what these runs took on a
+    2-core AMD EPYC, both under an hour, so no warning (it once said 9.7 hours for 20 min)."""
     loaded = load_claim(ROOT / "claims" / f"{claim}.yaml")
     estimated = scale_cpu_seconds(loaded, "paper", seeds)
     assert measured_s / 1.5 < estimated < measured_s * 1.5
+    assert estimated < CPU_WARN_S
     console = Console(record=True, width=400)
     _warn_paper_scale_on_cpu([loaded], "paper", "cpu", console, seeds)
-    out = console.export_text()
-    if estimated > CPU_WARN_S:
-        assert f"{seeds} seeds an arm to their budget are about {estimated / 3600:.2g} hours" in out
-    else:
-        assert "sized for GPUs" not in out, out
+    assert "sized for GPUs" not in console.export_text()
 
 
 def test_an_expensive_quick_paper_setting_does_not_suggest_itself() -> None:

@@ -42,8 +42,8 @@ class ModelSpec(StrictModel):
 
     roles: ClassVar[tuple[str, ...]] = ()
     inputs: ClassVar[str] = "pairs"  # what it reads: operand pairs, or images (a task's `inputs`)
-    # flop/s of `budget.estimate`'s arithmetic one CPU thread reaches, for CPU-time estimates
-    # (work sizing, the paper-scale warning, a report's CPU hours): benchmarks/cpu_rates.py
+    # flop/s of `budget.estimate`'s arithmetic one CPU thread reaches, for `budget.cpu_seconds`
+    # (the paper-scale warning, a report's CPU hours): benchmarks/cpu_rates.py
     cpu_flop_rate: ClassVar[float] = 4e10
 
     @classmethod

@@ -376,15 +376,15 @@ def _warn_paper_scale_on_cpu(claims: list[LoadedClaim], scale: str, device: str,
         if not loaded.claim.scales[scale].paper_setting:
             continue
         n = seeds or loaded.max_seeds(scale)
-        hours = scale_cpu_seconds(loaded, scale, n) / 3600
-        if hours * 3600 > CPU_WARN_S:
+        seconds = scale_cpu_seconds(loaded, scale, n)
+        if seconds > CPU_WARN_S:
             quick = (" or --scale quick" if scale != "quick" and "quick" in loaded.claim.scales
                      else "")
             console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: scale {scale!r} is the "
                           f"paper's setting and is sized for GPUs: {n} seeds an arm to their "
-                          f"budget are about {hours:.2g} hours of a 2-core CPU (early stopping and "
-                          f"seeds already stored shorten it; the progress bar's ETA says more "
-                          f"exactly). Use --address with a GPU cluster{quick}.")
+                          f"budget are about {seconds / 3600:.2g} hours of a 2-core CPU (early "
+                          f"stopping and seeds already stored shorten it; the progress bar's ETA "
+                          f"says more exactly). Use --address with a GPU cluster{quick}.")
 
 
 def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
