@@ -51,6 +51,9 @@ def test_caveats_count_censored_and_diverged_seeds_and_plan_for_inconclusive() -
     caveats = _section(render_markdown(res), "Caveats")
     assert "grokverify plan" not in caveats and "Power: not at issue" in caveats
     assert "Divergence: 2 seed run(s) diverged (non-finite loss): c10 2" in caveats
+    res["verdict"] = res["result"]["verdict"] = "NOT TESTED"
+    caveats = _section(render_markdown(res), "Caveats")
+    assert "the CI settled" not in caveats and "did not test the claim" in caveats
 
 
 def test_reproduce_has_the_run_report_and_plan_commands() -> None:

@@ -206,6 +206,10 @@ def caveat_lines(res: dict[str, Any]) -> list[str]:
                    "verdict, or members). More seeds may: "
                    f"{code(plan_command(res))} resamples the stored seeds as a pilot and gives "
                    "P(SUPPORTED) by seeds per arm and the fewest that reach 80% power.")
+    elif res["verdict"] == "NOT TESTED":
+        out.append("- Power: not what decided; the run did not test the claim (the reason "
+                   "above: a failed check, or a criterion the budget cannot meet), whatever "
+                   "its CI.")
     else:
         out.append("- Power: not at issue; the CI settled the verdict at these seeds.")
     return out
