@@ -7,7 +7,7 @@ called here) is stubbed, and `helpers` is reduced to their own `cross_entropy_hi
 read from their helpers.py, so that plotly and pandas are not needed. The loop is their
 Trainer.do_a_training_step without its logging (the test loss they log each epoch has no effect
 on training: no dropout, no random draw). Prints one JSON object; with `--engine RESULT.json
---arm ARM` also the comparison (reports/README.md, "Peer checks")."""
+--arm ARM` also the comparison (reports/README.md, Peer checks)."""
 
 from __future__ import annotations
 

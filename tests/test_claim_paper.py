@@ -75,7 +75,7 @@ def test_the_shipped_paper_files_name_every_claim_of_their_paper() -> None:
     at least one of its questions (a referee report leaves none out)."""
     sources = claim_sources(claim_files([ROOT / "claims"]))
     files = paper_files(ROOT / "claims")
-    assert [p.name for p in files] == ["2205.10343.yaml", "2505.15624.yaml"]
+    assert [p.name for p in files] == ["2205.10343.yaml", "2301.05217.yaml", "2505.15624.yaml"]
     for path in files:
         paper = load_paper(path, sources)
         named = {c for q in paper.all_questions() for c in q.claims}
@@ -90,11 +90,10 @@ def test_the_shipped_paper_files_name_every_claim_of_their_paper() -> None:
 
 def test_a_claims_folder_expands_to_its_claims_not_its_paper_files_nor_drafts() -> None:
     files = claim_files([ROOT / "claims"])
-    assert len(files) == 50 and not any({"papers", "drafts"} & set(p.parts) for p in files)
+    assert len(files) == 53 and not any({"papers", "drafts"} & set(p.parts) for p in files)
     drafts = claim_files([ROOT / "claims" / "drafts"])  # read when given itself
-    assert [p.stem for p in drafts][:3] == ["nanda_fourier_sparse_embedding",
-                                            "nanda_restricted_loss_leads",
-                                            "nanda_wd_speeds_grokking"]
+    assert [p.stem for p in drafts] == ["power_data_fraction_slows", "power_s5_groks",
+                                        "power_weight_decay_data_efficient"]
 
 
 def test_validate_checks_a_folders_paper_files(capsys: pytest.CaptureFixture[str],

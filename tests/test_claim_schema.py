@@ -37,7 +37,10 @@ from grokverify.kinds import CRITERIA, INTERVENTIONS, METRICS, MODELS, PROBES
 
 DRAFTS = sorted((SHIPPED[0].parent / "drafts").glob("*.yaml"))  # claims/drafts/README.md
 # claims written after issue 34, with checks from the start: the dated note of their writing
-WRITTEN_WITH_CHECKS = {"adam_lr_l2": "Why it exists (2026-12-06, issue 35)"}
+WRITTEN_WITH_CHECKS = {"adam_lr_l2": "Why it exists (2026-12-06, issue 35)",
+                       **{c: "Written 2026-12-03, before any run of this claim" for c in (
+                           "nanda_fourier_sparse_embedding", "nanda_restricted_loss_leads",
+                           "nanda_wd_speeds_grokking")}}
 
 
 def test_claims_directory_is_not_empty() -> None:
