@@ -472,6 +472,17 @@ def test_logrank_without_events_is_undefined() -> None:
     assert all(math.isnan(x) for x in logrank(a, a))
 
 
+
+def test_logrank_without_a_seed_at_risk_in_one_arm_is_undefined() -> None:
+    """One arm censored before the other's every event has zero variance: statsmodels raises,
+    the test is undefined (a peer run shorter than the engine's)."""
+    short = make_arm("short", np.full(2, 200.0), np.zeros(2, bool))
+    engine = make_arm("engine", np.array([1900.0, 2100.0, 5000.0]), np.array([True, True, False]))
+    with pytest.raises(np.linalg.LinAlgError):
+        survdiff(np.r_[short.values, engine.values], np.r_[short.observed, engine.observed],
+                 np.repeat([0, 1], [2, 3]))
+    assert all(math.isnan(x) for x in logrank(short, engine))
+
 # ---------------------------------------------------------------- median_effect
 
 

@@ -174,13 +174,17 @@ def rmst_tau(arms: list[ArmSample], tau: float | None) -> tuple[float, str]:
 
 
 def logrank(a: ArmSample, b: ArmSample) -> tuple[float, float]:
-    """Log-rank chi2 and p via statsmodels survdiff; (nan, nan) when no arm has any event."""
+    """Log-rank chi2 and p via statsmodels survdiff; (nan, nan) when it is undefined: no arm has
+    any event, or one arm has no seed at risk at any event (zero variance)."""
     if a.events + b.events == 0:
         return math.nan, math.nan
     time = np.concatenate([a.values, b.values])
     status = np.concatenate([a.observed, b.observed]).astype(float)
     group = np.repeat([0, 1], [a.n, b.n])
-    chisq, p = survdiff(time, status, group)
+    try:
+        chisq, p = survdiff(time, status, group)
+    except np.linalg.LinAlgError:
+        return math.nan, math.nan
     return float(chisq), float(p)
 
 
