@@ -27,6 +27,8 @@ temporary package `grok` (nothing of it is copied here):
 The loop is Lightning's: per batch _step, backward, optimizer step, zero_grad, scheduler step;
 accuracy every `--eval-every` steps in eval mode on the whole validation and training sets (their
 full_train_acc). Prints one JSON object; `--engine RESULT.json --arm ARM` adds the comparison
+with the engine, `--baseline PEER.json` the one with another of these runs (this run's steps over
+its), and `--rows PEER.json` takes the seeds of an earlier run instead of training
 (reports/README.md, Peer checks)."""
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import torch
 RUNNERS = str(Path(__file__).resolve().parent)
 if RUNNERS not in sys.path:  # runners/ is no package: `python runners/peer_grok.py`
     sys.path.insert(0, RUNNERS)
-from peer_nanda import _source, compare  # noqa: E402
+from peer_nanda import _sample, _source, compare, compare_samples  # noqa: E402
 
 # What their imports need and this environment lacks: names the path taken never uses.
 _STAND_INS = {
@@ -215,6 +217,25 @@ def train_seed(peer: types.SimpleNamespace, args: argparse.Namespace, seed: int)
             "params": sum(p.numel() for p in model.parameters())}
 
 
+def _train(args: argparse.Namespace) -> dict:
+    """Train seeds 0 .. n - 1 their way: the setting, their defaults, timing and per-seed rows."""
+    torch.set_num_threads(args.threads)
+    peer = load_peer(args.code)
+    peer.data.MODULUS, peer.data.NUMS = args.p, list(range(args.p))
+    theirs = peer.training.add_args().parse_args([])
+    start = time.perf_counter()
+    rows = [train_seed(peer, args, s) for s in range(args.seeds)]
+    seconds = time.perf_counter() - start
+    steps = sum(r["stopped_step"] for r in rows)
+    return {"setting": {k: v for k, v in vars(args).items()
+                        if k not in ("code", "engine", "arm", "out", "baseline", "rows")},
+            "peer": {"code": str(args.code), "commit": _commit(args.code),
+                     "their_defaults": {k: getattr(theirs, k) for k in _SHOWN}},
+            "seconds": round(seconds, 1),
+            "model_steps_per_s": round(steps / seconds, 1) if seconds > 0 else math.nan,
+            "seeds": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--code", type=Path, default=Path("/work/.mirror/openai+grok/repo"),
@@ -237,27 +258,23 @@ def main() -> None:
     parser.add_argument("--engine", type=Path, help="an engine result.json to compare with")
     parser.add_argument("--arm", help="its arm")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--baseline", type=Path,
+                        help="an earlier run's JSON (--out) to compare this run with")
+    parser.add_argument("--rows", type=Path,
+                        help="an earlier run's JSON: its seeds and setting, no training")
     args = parser.parse_args()
     if args.engine and not args.arm:
         parser.error("--engine needs --arm")
-    torch.set_num_threads(args.threads)
-    peer = load_peer(args.code)
-    peer.data.MODULUS, peer.data.NUMS = args.p, list(range(args.p))
-    theirs = peer.training.add_args().parse_args([])
-    start = time.perf_counter()
-    rows = [train_seed(peer, args, s) for s in range(args.seeds)]
-    seconds = time.perf_counter() - start
-    steps = sum(r["stopped_step"] for r in rows)
-    out: dict = {"setting": {k: v for k, v in vars(args).items()
-                             if k not in ("code", "engine", "arm", "out")},
-                 "peer": {"code": str(args.code), "commit": _commit(args.code),
-                          "their_defaults": {k: getattr(theirs, k) for k in _SHOWN}},
-                 "seconds": round(seconds, 1),
-                 "model_steps_per_s": round(steps / seconds, 1) if seconds > 0 else math.nan,
-                 "seeds": rows}
+    out = json.loads(args.rows.read_text()) if args.rows else _train(args)
+    rows, budget = out["seeds"], out["setting"]["steps"]
     if args.engine:
-        out["comparison"] = compare(rows, json.loads(args.engine.read_text()), args.arm,
-                                    args.steps)
+        out["comparison"] = compare(rows, json.loads(args.engine.read_text()), args.arm, budget)
+    if args.baseline:
+        base = json.loads(args.baseline.read_text())
+        out["against_baseline"] = {
+            "baseline": str(args.baseline),
+            **compare_samples(_sample("baseline", base["seeds"], base["setting"]["steps"]),
+                              _sample("this", rows, budget))}
     text = json.dumps(out, indent=1, default=str)
     print(text)
     if args.out:

@@ -97,18 +97,23 @@ def _sample(name: str, rows: list[dict], budget: int) -> ArmSample:
     return ArmSample(name, values, observed, tuple(r["seed"] for r in rows))
 
 
+def compare_samples(base: ArmSample, other: ArmSample) -> dict:
+    """KM medians of two runs, the median ratio other / base with a 95% bootstrap CI, and a
+    log-rank p."""
+    ratio, ci, _ = bootstrap_median_effect(base, other, "ratio", 10_000, 0, 0.95)
+    return {f"{base.name}_median": km_median(base.values, base.observed)[0],
+            f"{base.name}_generalised": f"{int(base.observed.sum())}/{base.n}",
+            f"{other.name}_median": km_median(other.values, other.observed)[0],
+            f"{other.name}_generalised": f"{int(other.observed.sum())}/{other.n}",
+            f"ratio_{other.name}_over_{base.name}": ratio, "ratio_ci95": list(ci),
+            "logrank_p": logrank(base, other)[1]}
+
+
 def compare(peer_rows: list[dict], engine: dict, arm: str, budget: int) -> dict:
-    """KM medians, the median ratio peer / engine with a 95% bootstrap CI, and a log-rank p."""
+    """The peer's seeds against the engine's seeds of `arm` in its result.json."""
     rows = [r for r in engine["per_seed"] if r["arm"] == arm]
-    eng = _sample("engine", rows, rows[0]["budget"])
-    ours = _sample("peer", peer_rows, budget)
-    ratio, ci, _ = bootstrap_median_effect(eng, ours, "ratio", 10_000, 0, 0.95)
-    return {"engine_median": km_median(eng.values, eng.observed)[0],
-            "engine_generalised": f"{int(eng.observed.sum())}/{eng.n}",
-            "peer_median": km_median(ours.values, ours.observed)[0],
-            "peer_generalised": f"{int(ours.observed.sum())}/{ours.n}",
-            "ratio_peer_over_engine": ratio, "ratio_ci95": list(ci),
-            "logrank_p": logrank(eng, ours)[1]}
+    return compare_samples(_sample("engine", rows, rows[0]["budget"]),
+                           _sample("peer", peer_rows, budget))
 
 
 def main() -> None:

@@ -87,6 +87,18 @@ def test_the_verdict_table_refuses_an_empty_folder(tmp_path: Path) -> None:
     assert verdict_table.main(str(tmp_path)) == 1
 
 
+def test_peer_grok_compares_two_committed_peer_runs_without_training() -> None:
+    peer = REPO / "reports" / "reference" / "peer"
+    out = subprocess.run(
+        [sys.executable, str(RUNNERS / "peer_grok.py"), "--code", "/nonexistent",
+         "--rows", str(peer / "grok_f0.3.json"), "--baseline", str(peer / "grok_f0.5.json")],
+        capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)["against_baseline"]
+    assert (got["baseline_median"], got["this_median"]) == (2250.0, 5450.0)
+    assert got["ratio_this_over_baseline"] == pytest.approx(2.42, abs=0.005)
+    assert got["ratio_ci95"][0] > 1.5 and got["logrank_p"] < 0.01
+
+
 @pytest.mark.parametrize("script", sorted(RUNNERS.glob("*.sh")))
 def test_runner_scripts_parse(script: Path) -> None:
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
