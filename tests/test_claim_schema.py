@@ -40,7 +40,8 @@ DRAFTS = sorted((SHIPPED[0].parent / "drafts").glob("*.yaml"))  # claims/drafts/
 WRITTEN_WITH_CHECKS = {"adam_lr_l2": "Why it exists (2026-12-06, issue 35)",
                        **{c: "Written 2026-12-03, before any run of this claim" for c in (
                            "nanda_fourier_sparse_embedding", "nanda_restricted_loss_leads",
-                           "nanda_wd_speeds_grokking")}}
+                           "nanda_wd_speeds_grokking", "power_data_fraction_slows",
+                           "power_s5_groks", "power_weight_decay_data_efficient")}}
 
 
 def test_claims_directory_is_not_empty() -> None:

@@ -19,6 +19,9 @@ from grokverify.kinds import CRITERIA, METRICS
 from grokverify.numbers import format_number
 
 Effect = Literal["ratio", "difference"]
+# The fewest seeds an arm at which a bootstrap CI of medians holds its level (benchmarks/
+# calibration.py, "few seeds"; docs/verdicts.md, "Intervals that do not hold").
+MIN_MEDIAN_SEEDS = 8
 # survival_compare's summary of each arm's KM curve: its median, or its restricted mean up to τ.
 SurvivalSummary = Literal["median", "rmst"]
 Statistic = Literal["mean", "median", "iqm"]
@@ -64,6 +67,11 @@ class CriterionSpec(BaseModel):
     family_ok: ClassVar[bool] = True
     reads_codes: ClassVar[bool] = False  # it reads a phase code per seed (metric `phase`)
     name: str
+
+    def min_seeds(self) -> int:
+        """The fewest seeds an arm from which its interval can decide (0: no floor); a scale
+        with fewer can only be INCONCLUSIVE (claim/reach.py says so before a run)."""
+        return 0
 
     def arms(self) -> list[str]:
         """The arms it compares, in order."""
@@ -225,6 +233,10 @@ class SurvivalCompareParams(_TwoArms):
         check_survival_summary(self.summary, self.tau)
         return self
 
+    def min_seeds(self) -> int:
+        """KM medians' bootstrap holds its level from MIN_MEDIAN_SEEDS an arm (calibration)."""
+        return MIN_MEDIAN_SEEDS if self.summary == "median" else 0
+
     def sequential_refusal(self) -> str:
         """``summary: rmst`` is calibrated at a fixed seed count only."""
         if self.summary != "rmst":
@@ -333,6 +345,10 @@ class ScalarCompareParams(_TwoArms):
     bootstrap_seed: RngSeed = 0
     censored: CensoredPolicy = "as_budget"
     paired: Paired = True
+
+    def min_seeds(self) -> int:
+        """Two medians resampled arm by arm hold their level from MIN_MEDIAN_SEEDS an arm."""
+        return MIN_MEDIAN_SEEDS if self.statistic == "median" and not self.paired else 0
 
     @model_validator(mode="after")
     def _check(self) -> ScalarCompareParams:

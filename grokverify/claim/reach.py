@@ -1,7 +1,8 @@
-"""Whether a claim's region can be reached at a scale's budget whatever the seeds: a ratio of
-two accuracy-event times can show nothing below (treated's first evaluation / baseline's
-budget) or above (treated's budget / baseline's first evaluation); docs/verdicts.md, "Bounded
-by the budget"."""
+"""Whether a claim's region can be reached at a scale whatever the data: a ratio of two
+accuracy-event times can show nothing below (treated's first evaluation / baseline's budget) or
+above (treated's budget / baseline's first evaluation) (docs/verdicts.md, "Bounded by the
+budget"), and a criterion whose interval holds only from some seeds an arm decides nothing with
+fewer ("Intervals that do not hold")."""
 
 from __future__ import annotations
 
@@ -12,9 +13,28 @@ from grokverify.numbers import format_number
 EVENT_TIMES = ("val_threshold_step", "train_threshold_step")
 
 
+def too_few_seeds(loaded: Any, scale: str, seeds: int | None = None) -> str:
+    """The sentence saying that `seeds` an arm (default: the scale's most) are fewer than the
+    criterion's interval needs to decide, naming the count that could; "" when they are not."""
+    n, need = seeds or loaded.max_seeds(scale), loaded.claim.criterion.min_seeds()
+    if n >= need:
+        return ""
+    name = loaded.claim.criterion.name
+    return (f"scale {scale}: {n} seeds an arm, fewer than the {need} from which {name}'s "
+            "interval of medians holds (docs/verdicts.md, \"Intervals that do not hold\"): "
+            f"every run is INCONCLUSIVE; {need} seeds could decide")
+
+
 def unreachable(loaded: Any) -> list[str]:
-    """One sentence per scale and member whose claimed ratio no data at its budget can show,
-    naming the budget that could; none where the claim is not a ratio of event times."""
+    """One sentence per scale and member whose claimed region no data at its budget and seeds
+    can show, naming the budget or seed count that could."""
+    return [w for w in map(lambda s: too_few_seeds(loaded, s), loaded.by_scale) if w] + \
+        _bounded(loaded)
+
+
+def _bounded(loaded: Any) -> list[str]:
+    """Scales and members whose claimed ratio of event times lies beyond what the budget can
+    show; none where the claim is not a ratio of event times."""
     claim, crit = loaded.claim, loaded.claim.criterion
     if (getattr(claim.metric, "name", None) not in EVENT_TIMES
             or getattr(crit, "effect", None) != "ratio"

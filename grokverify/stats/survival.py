@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from statsmodels.duration.survfunc import SurvfuncRight, survdiff
 
 from grokverify.claim.criteria import (
+    MIN_MEDIAN_SEEDS,
     TIME_ONLY,
     Effect,
     SurvivalCompareParams,
@@ -404,9 +405,6 @@ def rmst_columns(arm: ArmSample, tau: float) -> dict[str, Any]:
     value = rmst(arm.values, arm.observed, tau) if arm.n and tau > 0 else math.nan
     return {f"RMST (τ = {verdict_rules.format_number(tau)})": value}
 
-
-# The fewest seeds per arm at which the median's bootstrap CI holds its level (calibration).
-MIN_MEDIAN_SEEDS = 8
 
 
 def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
