@@ -581,7 +581,7 @@ def _load_all(paths: list[Path], load: Callable[[Path], LoadedClaim]) -> list[Lo
 def _dry_run(claims: list[LoadedClaim], opts: RunOptions, device: str, limits: Limits,
              console: Console) -> int:
     from grokverify.claim.budget import GIB
-    from grokverify.claim.reach import too_few_seeds
+    from grokverify.claim.reach import seed_warnings
     from grokverify.run.preflight import plan_run
 
     for p in plan_run(claims, opts, device):
@@ -594,9 +594,8 @@ def _dry_run(claims: list[LoadedClaim], opts: RunOptions, device: str, limits: L
                           f"{p.trial_flops:.3g} flops (limits {limits.max_trial_bytes / GIB:g} "
                           f"GiB, {limits.max_trial_flops:.3g} flops)", markup=False,
                           highlight=False)
-    for loaded in claims:
-        if why := too_few_seeds(loaded, opts.scale, opts.seeds):
-            console.print(f"warning: {loaded.claim.id}: {why}.", markup=False, highlight=False)
+    for warning in seed_warnings(claims, opts.scale, opts.seeds):
+        console.print(f"warning: {warning}.", markup=False, highlight=False)
     console.print(f"dry run: nothing trained; the store {opts.store} and the report folders "
                   f"under {opts.reports} can be written", markup=False, highlight=False)
     return EXIT_OK

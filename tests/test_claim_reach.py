@@ -9,7 +9,7 @@ import pytest
 from claimtext import CLAIM, SHIPPED, edit, load
 
 from grokverify.claim.load import load_claim
-from grokverify.claim.reach import too_few_seeds, unreachable
+from grokverify.claim.reach import undecidable_seeds, unreachable
 from grokverify.cli import main
 
 EIGHT = edit(CLAIM, ("    seeds: 4\n", "    seeds: 8\n"))  # survival_compare decides from 8
@@ -52,9 +52,9 @@ def test_fewer_seeds_than_the_criterion_decides_from_are_named_before_a_run(
     assert found.startswith("scale quick: 4 seeds an arm, fewer than the 8 from which "
                             "survival_compare's interval of medians holds")
     assert "every run is INCONCLUSIVE; 8 seeds could decide" in found
-    assert too_few_seeds(loaded, "paper") == ""  # 20 seeds
-    assert "scale paper: 7 seeds an arm" in too_few_seeds(loaded, "paper", seeds=7)
-    assert too_few_seeds(loaded, "quick", seeds=8) == ""
+    assert undecidable_seeds(loaded, "paper") == ""  # 20 seeds
+    assert "scale paper: 7 seeds an arm" in undecidable_seeds(loaded, "paper", seeds=7)
+    assert undecidable_seeds(loaded, "quick", seeds=8) == ""
     assert main(["run", str(tmp_path / "claim.yaml"), "--dry-run", "--executor", "local",
                  "--store", str(tmp_path / "s"), "--reports", str(tmp_path / "r")]) == 0
     assert "warning: test_claim: scale quick: 4 seeds an arm" in capsys.readouterr().out

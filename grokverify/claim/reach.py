@@ -13,7 +13,7 @@ from grokverify.numbers import format_number
 EVENT_TIMES = ("val_threshold_step", "train_threshold_step")
 
 
-def too_few_seeds(loaded: Any, scale: str, seeds: int | None = None) -> str:
+def undecidable_seeds(loaded: Any, scale: str, seeds: int | None = None) -> str:
     """The sentence saying that `seeds` an arm (default: the scale's most) are fewer than the
     criterion's interval needs to decide, naming the count that could; "" when they are not."""
     n, need = seeds or loaded.max_seeds(scale), loaded.claim.criterion.min_seeds()
@@ -25,11 +25,17 @@ def too_few_seeds(loaded: Any, scale: str, seeds: int | None = None) -> str:
             f"every run is INCONCLUSIVE; {need} seeds could decide")
 
 
+def seed_warnings(claims: list[Any], scale: str, seeds: int | None = None) -> list[str]:
+    """"<claim id>: <why>" for each claim a run at `scale` and `seeds` an arm cannot decide
+    (`undecidable_seeds`): what `run` and its dry run print before anything trains."""
+    return [f"{c.claim.id}: {why}" for c in claims if (why := undecidable_seeds(c, scale, seeds))]
+
+
 def unreachable(loaded: Any) -> list[str]:
     """One sentence per scale and member whose claimed region no data at its budget and seeds
     can show, naming the budget or seed count that could."""
-    return [w for w in map(lambda s: too_few_seeds(loaded, s), loaded.by_scale) if w] + \
-        _bounded(loaded)
+    few = [why for scale in loaded.by_scale if (why := undecidable_seeds(loaded, scale))]
+    return few + _bounded(loaded)
 
 
 def _bounded(loaded: Any) -> list[str]:

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from grokverify.atomic import signals_deferred
 from grokverify.claim.budget import CPU_WARN_S, scale_cpu_seconds
 from grokverify.claim.load import LoadedClaim
-from grokverify.claim.reach import too_few_seeds
+from grokverify.claim.reach import seed_warnings
 from grokverify.report.write import chunk_model_steps, write_report
 from grokverify.run.execute import EXECUTORS, ExecutionError, Executor, resolve_device
 from grokverify.run.outcome import ClaimRun, RunOptions
@@ -401,9 +401,8 @@ def run_claims(claims: list[LoadedClaim], opts: RunOptions, console: Console,
     device = device_for(opts) if train or opts.device == "auto" else opts.device
     if train:
         _warn_paper_scale_on_cpu(claims, opts.scale, device, console, opts.seeds)
-        for loaded in claims:
-            if why := too_few_seeds(loaded, opts.scale, opts.seeds):
-                console.print(f"[yellow bold]warning:[/] {loaded.claim.id}: {why}.")
+        for warning in seed_warnings(claims, opts.scale, opts.seeds):
+            console.print(f"[yellow bold]warning:[/] {warning}.")
     store = Store(opts.store)
     start = time.perf_counter()
     runs = [ClaimRun(loaded, opts.scale, [], seeding(loaded, opts.scale, opts.seeds))

@@ -18,6 +18,7 @@ from statsmodels.duration.survfunc import SurvfuncRight
 
 from grokverify.claim.criteria import (
     ANY_KIND,
+    MIN_MEDIAN_SEEDS,
     ScalarCompareParams,
     Statistic,
     ValueParams,
@@ -55,7 +56,6 @@ from grokverify.stats.common import (
 )
 from grokverify.stats.survival import (
     KM_MEDIAN_CONVENTION,
-    MIN_MEDIAN_SEEDS,
     km_columns,
     km_median,
     median_effect,

@@ -406,7 +406,6 @@ def rmst_columns(arm: ArmSample, tau: float) -> dict[str, Any]:
     return {f"RMST (τ = {verdict_rules.format_number(tau)})": value}
 
 
-
 def run_survival_compare(params: BaseModel, arms: dict[str, ArmSample]) -> CriterionResult:
     """Compare KM medians (or restricted mean times up to τ, ``summary: rmst``) of two arms:
     bootstrap CI of the effect decides (seed pairs resampled jointly when paired), log-rank p
