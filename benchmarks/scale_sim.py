@@ -101,7 +101,7 @@ def make_stand_in(templates: list[dict[str, Any]], seconds: float) -> Callable[.
     canonical_of: dict[str, str] = {}
 
     def stand_in(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
-                 expected: dict[str, str]) -> list[dict[str, Any]]:
+                 expected: dict[str, str], progress: Any = None) -> list[dict[str, Any]]:
         import json
         import time as _time
         from datetime import datetime, timezone

@@ -24,7 +24,7 @@ TINY = Path(__file__).parent / "fixtures" / "tiny_claim.yaml"
 
 
 def _stand_in(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
-              expected: dict[str, str]) -> list[dict[str, Any]]:
+              expected: dict[str, str], progress: Any = None) -> list[dict[str, Any]]:
     """Where and when the task ran, instead of training (a module function: pickled by value,
     since this test module is not importable in Ray's workers)."""
     import time

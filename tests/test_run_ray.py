@@ -290,7 +290,7 @@ def test_ray_runs_at_most_the_cap_of_tasks_at_once(tiny_claim: Path, tmp_path: P
     running.mkdir()
 
     def stand_in(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
-                 expected: dict[str, str]) -> list[dict[str, Any]]:
+                 expected: dict[str, str], progress: Any = None) -> list[dict[str, Any]]:
         import os
         import time
 
@@ -317,6 +317,34 @@ def test_ray_runs_at_most_the_cap_of_tasks_at_once(tiny_claim: Path, tmp_path: P
         assert max(seen for _, seen in done) <= 2
     finally:
         ex.close()
+
+
+def test_progress_counts_the_steps_of_trials_still_running(tiny_claim: Path) -> None:
+    """An hour-long trial's progress moves before it returns: each task reports its step (the
+    progress callback run_trial passes to the loop) and the driver adds it to the finished
+    trials' steps, so the bar and the ETA are not stuck at 0% until a trial ends."""
+
+    def stand_in(exp_json: dict[str, Any], seeds: list[int], device: str, threads: int,
+                 expected: dict[str, str], progress: Any = None) -> list[dict[str, Any]]:
+        import time
+
+        progress(40, 100)
+        time.sleep(2.0)
+        return [{"seed": s} for s in seeds]
+
+    exp = load_claim(tiny_claim).resolved["quick"]["c1"]
+    trials = [Trial("c", "", "a", exp, (0, 1), ("k0", "k1"), ())]
+    ex = RayExecutor(device="cpu", num_cpus=2, task=stand_in)
+    ex.progress_every = 0.2
+    try:
+        seen: list[tuple[str, int]] = []
+        ex.run(trials, lambda t, recs: seen.append(("done", 0)),
+               lambda steps, running: seen.append(("progress", steps)))
+    finally:
+        ex.close()
+    before = [v for kind, v in seen[:seen.index(("done", 0))] if kind == "progress"]
+    assert 80 in before  # step 40 of each of the two seeds, while the task ran
+    assert seen[-1] == ("progress", trials[0].seed_steps)
 
 
 # ---------------------------------------------------------------- the head and addresses

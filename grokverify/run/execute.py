@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,14 +35,19 @@ ProgressFn = Callable[[int, int], None]
 OnDone = Callable[[Trial, list[dict[str, Any]]], None]
 OnProgress = Callable[[int, int], None]  # (seed-steps done, running trials)
 # What a Ray task runs: `run_trial`'s arguments (experiment JSON, seeds, device, threads, the
-# keys' process part) -> one record per seed. A seam for benchmarks/scale_sim.py's stand-in.
-TrialFn = Callable[[dict[str, Any], list[int], str, int, dict[str, str]], list[dict[str, Any]]]
+# keys' process part, a progress callback) -> one record per seed. A seam for
+# benchmarks/scale_sim.py's stand-in.
+TrialFn = Callable[[dict[str, Any], list[int], str, int, dict[str, str], ProgressFn | None],
+                   list[dict[str, Any]]]
 
 # Tasks submitted and not yet returned, per slot: one running and one queued behind it, so a
 # slot never idles while the driver stores the last result, and a driver restart loses no more
 # (docs/cluster.md, "Work sizing"; benchmarks/scale_sim.py measures the choice).
 IN_FLIGHT_PER_SLOT = 2
 SLOTS_REFRESH_S = 10.0  # how often a run re-reads the cluster's size (an autoscaler grows it)
+# How often a running task tells the driver its step, and the driver reads them: an hour-long
+# trial's progress and ETA move while it trains, for one small actor call every few seconds.
+PROGRESS_EVERY_S = 5.0
 
 
 class ExecutionError(RuntimeError):
@@ -166,6 +171,37 @@ class LocalExecutor:
         pass
 
 
+class ProgressBoard:
+    """A Ray actor (no CPU) holding each running task's last reported step, so the driver's
+    progress counts the steps of trials not yet returned."""
+
+    def __init__(self) -> None:
+        self.steps: dict[int, int] = {}
+
+    def put(self, token: int, step: int) -> None:
+        self.steps[token] = step
+
+    def read(self) -> dict[int, int]:
+        return dict(self.steps)
+
+
+@dataclass
+class BoardReport:
+    """A task's progress callback: sends its step to the board at most every `every` seconds
+    (pickled into the task; a Ray actor handle travels with it)."""
+
+    board: Any
+    token: int
+    every: float = PROGRESS_EVERY_S
+    last: float = float("-inf")
+
+    def __call__(self, step: int, _total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            self.board.put.remote(self.token, step)
+
+
 def _host_port(address: str) -> tuple[str, str]:
     """host:port or ray://host:port -> (host, port), as written."""
     host, _, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
@@ -233,6 +269,7 @@ class RayExecutor:
         self.address = address
         self.task: TrialFn = task or run_trial
         self.max_in_flight = max_in_flight
+        self.progress_every = PROGRESS_EVERY_S
         self._tmp: str | None = None
         try:  # a signal or error while Ray starts must still shut down what did start
             with _sigterm_held():
@@ -317,10 +354,14 @@ class RayExecutor:
         by_share: dict[float, Any] = {}  # the task with its options, one per GPU share
         queue = deque(trials)
         pending: dict[Any, Trial] = {}
+        tokens: dict[Any, int] = {}  # a pending task's name on the progress board
         exp_json: dict[int, dict[str, Any]] = {}  # one JSON per experiment, not per trial
         slots, slots_at = self.slots(), time.monotonic()
         done_steps = 0
         failed: list[str] = []
+        board = ray.remote(num_cpus=0)(ProgressBoard).remote()
+        steps: dict[int, int] = {}
+        read_at = time.monotonic()
         try:
             while queue or pending:
                 if time.monotonic() - slots_at > SLOTS_REFRESH_S:
@@ -335,9 +376,11 @@ class RayExecutor:
                     if share not in by_share:
                         by_share[share] = remote.options(num_cpus=self.cpus_per_task,
                                                          num_gpus=share, max_retries=2)
+                    token = len(tokens)
                     ref = by_share[share].remote(spec, list(t.seeds), self.device,
-                                                 self.cpus_per_task, dict(t.environment))
-                    pending[ref] = t
+                                                 self.cpus_per_task, dict(t.environment),
+                                                 BoardReport(board, token, self.progress_every))
+                    pending[ref], tokens[ref] = t, token
                 with _unwrapped_signals():
                     ready, rest = ray.wait(list(pending), num_returns=1, timeout=1.0)
                     if ready and rest:  # take every result that is in, not one a wait
@@ -345,6 +388,7 @@ class RayExecutor:
                         ready += more
                 for ref in ready:
                     trial = pending.pop(ref)
+                    steps.pop(tokens[ref], None)
                     try:
                         records = ray.get(ref)
                     except ray.exceptions.RayError as exc:
@@ -354,13 +398,29 @@ class RayExecutor:
                         continue
                     on_done(trial, records)
                     done_steps += trial.seed_steps
-                on_progress(done_steps, min(len(pending), slots))
+                if time.monotonic() - read_at >= self.progress_every:
+                    steps = self._read_board(board, steps, pending, tokens)
+                    read_at = time.monotonic()
+                running = sum(steps.get(tokens[ref], 0) * len(t.seeds)
+                              for ref, t in pending.items())
+                on_progress(done_steps + running, min(len(pending), slots))
         except BaseException:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        finally:
+            ray.kill(board)
         if failed:
             raise ExecutionError("; ".join(failed))
+
+    def _read_board(self, board: Any, steps: dict[int, int], pending: dict[Any, Trial],
+                    tokens: dict[Any, int]) -> dict[int, int]:
+        """The pending tasks' reported steps; the last ones read (`steps`) when the board is
+        slow to answer: progress is a display and must never hold up storing results."""
+        with suppress(self.ray.exceptions.GetTimeoutError):
+            steps = self.ray.get(board.read.remote(), timeout=2.0)
+        live = {tokens[ref] for ref in pending}
+        return {k: v for k, v in steps.items() if k in live}
 
     def slots(self) -> int:
         cpus = self.ray.cluster_resources().get("CPU", 1.0)
