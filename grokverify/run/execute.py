@@ -388,7 +388,6 @@ class RayExecutor:
                         ready += more
                 for ref in ready:
                     trial = pending.pop(ref)
-                    steps.pop(tokens[ref], None)
                     try:
                         records = ray.get(ref)
                     except ray.exceptions.RayError as exc:
@@ -399,7 +398,7 @@ class RayExecutor:
                     on_done(trial, records)
                     done_steps += trial.seed_steps
                 if time.monotonic() - read_at >= self.progress_every:
-                    steps = self._read_board(board, steps, pending, tokens)
+                    steps = self._read_board(board, steps)
                     read_at = time.monotonic()
                 running = sum(steps.get(tokens[ref], 0) * len(t.seeds)
                               for ref, t in pending.items())
@@ -413,14 +412,13 @@ class RayExecutor:
         if failed:
             raise ExecutionError("; ".join(failed))
 
-    def _read_board(self, board: Any, steps: dict[int, int], pending: dict[Any, Trial],
-                    tokens: dict[Any, int]) -> dict[int, int]:
-        """The pending tasks' reported steps; the last ones read (`steps`) when the board is
-        slow to answer: progress is a display and must never hold up storing results."""
+    def _read_board(self, board: Any, steps: dict[int, int]) -> dict[int, int]:
+        """Every task's last reported step (only pending tasks' are summed); the last ones read
+        (`steps`) when the board is slow to answer: progress is a display and must never hold
+        up storing results."""
         with suppress(self.ray.exceptions.GetTimeoutError):
             steps = self.ray.get(board.read.remote(), timeout=2.0)
-        live = {tokens[ref] for ref in pending}
-        return {k: v for k, v in steps.items() if k in live}
+        return steps
 
     def slots(self) -> int:
         cpus = self.ray.cluster_resources().get("CPU", 1.0)
